@@ -1,0 +1,33 @@
+# SPDX-License-Identifier: GPL-2.0
+# The Makefile only wires the scripts together; each script works on its own too.
+#   make test [PROFILE=a,b] [KERNEL=/path/bzImage]   every suite on every VM profile
+#   make run  [PROFILE=name] [KERNEL=...]            boot, create soft-RoCE, run the workload
+#   make shell [PROFILE=name] [KERNEL=...]           the test guest with a shell
+#   make kernel                                      build our kernel only
+#   make export-patches                              kernel commits -> kernel/patches/
+#   make clean                                       remove build/ (keeps apt packages)
+PROFILE ?=
+KERNEL ?=
+export PROFILE KERNEL
+
+test:
+	@bash scripts/test.sh
+
+run:
+	@bash scripts/run.sh
+
+shell:
+	@bash scripts/shell.sh
+
+kernel:
+	@bash scripts/deps.sh
+	@bash scripts/kernel-source.sh
+	@bash scripts/kernel-build.sh normal
+
+export-patches:
+	@bash scripts/kernel-export.sh
+
+clean:
+	rm -rf build
+
+.PHONY: test run shell kernel export-patches clean

@@ -1,0 +1,50 @@
+# SPDX-License-Identifier: GPL-2.0
+# Helpers for scripts that run inside the guest (chrooted in the host's root, see init).
+# Source it. Expects vmt_out (the results folder) and vmt_build (the build folder) from
+# the kernel command line.
+
+GUEST_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+OUT=${vmt_out:?vmt_out is not set: run this inside the VM (scripts/vm-run.sh)}
+BUILD=${vmt_build:-$GUEST_ROOT/build}
+RDMA_DEV=${RDMA_DEV:-rxe0}
+NETDEV=${NETDEV:-eth0}
+# Link-local only: nothing in the guest can route anywhere past the VM.
+GUEST_ADDR=${GUEST_ADDR:-169.254.10.1/16}
+
+# One line per problem that is not a single test's failure; the host counts each as a
+# failed check of the profile.
+guest_error() {
+	echo "$*" >>"$OUT/guest-errors"
+	echo "vmtest: error: $*" >/dev/console
+}
+
+# Bring up the NIC and create the soft-RoCE device on it; wait until its port is ACTIVE
+# and RoCEv2 GID index 1 (the IPv4-mapped address) exists.
+setup_rxe() {
+	local i msg state gid
+
+	ip link set lo up
+	ip link set "$NETDEV" up || { guest_error "cannot bring up $NETDEV (is the NIC driver there?)"; return 1; }
+	ip addr add "$GUEST_ADDR" dev "$NETDEV" 2>/dev/null
+	if [ ! -e "/sys/class/infiniband/$RDMA_DEV" ]; then
+		msg=$(rdma link add "$RDMA_DEV" type rxe netdev "$NETDEV" 2>&1) || {
+			guest_error "cannot create $RDMA_DEV on $NETDEV: ${msg:-rdma link add failed}"
+			return 1
+		}
+	fi
+	for i in $(seq 100); do
+		state=$(cat "/sys/class/infiniband/$RDMA_DEV/ports/1/state" 2>/dev/null)
+		gid=$(cat "/sys/class/infiniband/$RDMA_DEV/ports/1/gids/1" 2>/dev/null)
+		case "$state:$gid" in
+		*ACTIVE:0000:0000:0000:0000:0000:ffff:*) return 0 ;;
+		esac
+		sleep 0.1
+	done
+	guest_error "$RDMA_DEV did not become usable in 10 s (port state '${state:-none}', GID 1 '${gid:-none}')"
+	return 1
+}
+
+# The IOMMU group type of the NIC: DMA, DMA-FQ, identity, or none.
+iommu_group_type() {
+	cat "/sys/class/net/$NETDEV/device/iommu_group/type" 2>/dev/null || echo none
+}

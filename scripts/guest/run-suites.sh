@@ -1,0 +1,35 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# The guest side of `make test`: record what this VM is, create soft-RoCE, run every suite
+# in tests/suites/ (each writes TAP files into the results folder), then check for leaks.
+. "$(dirname "$0")/lib.sh"
+
+export RDMA_DEV OUT BUILD GUEST_ROOT
+SUITE_TIMEOUT=${SUITE_TIMEOUT:-900}
+
+{
+	echo "kernel=$(uname -r)"
+	echo "cmdline=$(cat /proc/cmdline)"
+	echo "iommu_group=$(iommu_group_type)"
+} >"$OUT/facts"
+
+if setup_rxe; then
+	for suite in "$GUEST_ROOT"/tests/suites/*.sh; do
+		name=$(basename "$suite" .sh)
+		echo "vmtest: suite $name" >/dev/console
+		start=$(date +%s)
+		timeout -k 10 "$SUITE_TIMEOUT" bash "$suite" >"$OUT/$name.out" 2>&1
+		rc=$?
+		[ $rc -eq 124 ] && guest_error "suite $name ran past ${SUITE_TIMEOUT}s and was killed (log: $OUT/$name.out)"
+		echo "vmtest: suite $name exited $rc after $(($(date +%s) - start))s" >/dev/console
+	done
+fi
+
+# kmemleak (debug kernel): one scan after everything ran; whatever it lists is a leak.
+if [ -w /sys/kernel/debug/kmemleak ]; then
+	echo scan >/sys/kernel/debug/kmemleak
+	sleep 5
+	echo scan >/sys/kernel/debug/kmemleak
+	cat /sys/kernel/debug/kmemleak >"$OUT/kmemleak"
+fi
+echo ok >"$OUT/done"

@@ -1,0 +1,36 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# The guest side of `make run`: create soft-RoCE and run an RC ping-pong over it (server
+# and client on the same device, so every byte crosses rxe's full send and receive paths),
+# with the received data checked. Writes a report into the results folder.
+. "$(dirname "$0")/lib.sh"
+
+ITERS=${ITERS:-500}
+SIZE=${SIZE:-65536}
+report=$OUT/workload.txt
+
+{
+	echo "kernel:       $(uname -r)"
+	echo "IOMMU group:  $(iommu_group_type) (NIC $(basename "$(readlink -f /sys/class/net/$NETDEV/device)"))"
+} >"$report"
+
+if setup_rxe; then
+	addr=${GUEST_ADDR%/*}
+	echo "device:       $RDMA_DEV on $NETDEV ($addr), GID 1 $(cat /sys/class/infiniband/$RDMA_DEV/ports/1/gids/1)" >>"$report"
+	echo "workload:     ibv_rc_pingpong, pinned memory, $ITERS round trips of $SIZE bytes, data checked (-c)" >>"$report"
+	args=(-d "$RDMA_DEV" -g 1 -c -n "$ITERS" -s "$SIZE")
+	timeout 300 ibv_rc_pingpong "${args[@]}" >"$OUT/server.txt" 2>&1 &
+	server=$!
+	sleep 1
+	timeout 300 ibv_rc_pingpong "${args[@]}" "$addr" >"$OUT/client.txt" 2>&1
+	client_rc=$?
+	wait $server
+	server_rc=$?
+	echo "result:       client exit $client_rc, server exit $server_rc" >>"$report"
+	grep -hE 'bytes in|iters in' "$OUT/client.txt" | sed 's/^/              client: /' >>"$report"
+	grep -hE 'bytes in|iters in' "$OUT/server.txt" | sed 's/^/              server: /' >>"$report"
+	if [ $client_rc -ne 0 ] || [ $server_rc -ne 0 ]; then
+		guest_error "ibv_rc_pingpong failed (client $client_rc, server $server_rc); see $OUT/client.txt and $OUT/server.txt"
+	fi
+fi
+echo ok >"$OUT/done"

@@ -1,0 +1,76 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Build bzImage for one kernel variant: `normal` (tinyconfig + base.config) or `debug`
+# (+ debug.config), out of tree in $KOBJ/VARIANT, with ccache. Prints the image path.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+variant=${1:-normal}
+case "$variant" in
+normal) fragments=("$ROOT/kernel/config/base.config") ;;
+debug) fragments=("$ROOT/kernel/config/base.config" "$ROOT/kernel/config/debug.config") ;;
+*) die "unknown kernel variant '$variant' (expected normal or debug)" ;;
+esac
+
+[ -f "$SRC/Makefile" ] || die "no kernel source in $SRC: run scripts/kernel-source.sh first"
+obj=$KOBJ/$variant
+log=$BUILD/logs/kernel-$variant.log
+mkdir -p "$obj" "$BUILD/logs"
+export CCACHE_BASEDIR=$BUILD
+kmake() {
+	make -C "$SRC" O="$obj" CC="ccache gcc" HOSTCC="ccache gcc" "$@"
+}
+
+# Regenerate .config only when a fragment or the source changed, so that an unchanged
+# tree rebuilds nothing.
+stamp=$obj/.config-inputs
+want=$(content_hash "${fragments[@]}" "$SRC/.git/applied-series")
+if [ ! -f "$obj/.config" ] || [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+	info "configuring the $variant kernel: tinyconfig + ${fragments[*]##*/}"
+	{
+		kmake tinyconfig
+		"$SRC/scripts/kconfig/merge_config.sh" -m -O "$obj" "$obj/.config" "${fragments[@]}"
+		kmake olddefconfig
+	} >"$log.config" 2>&1 ||
+		{ show_log_tail "$log.config"; die "configuring the $variant kernel failed (log: $log.config)"; }
+
+	# merge_config.sh only warns when Kconfig drops an option (an unmet dependency):
+	# make that an error naming the option.
+	dropped=()
+	while IFS= read -r line; do
+		case "$line" in
+		CONFIG_*=*) opt=${line%%=*} ;;
+		"# CONFIG_"*" is not set") opt=${line#\# } opt=${opt%% *} ;;
+		*) continue ;;
+		esac
+		got=$(grep -E "^($opt=|# $opt is not set)" "$obj/.config" || true)
+		[ -z "$got" ] && [ "$line" = "# $opt is not set" ] && continue
+		[ "$got" = "$line" ] || dropped+=("$line (got: ${got:-absent})")
+	done < <(cat "${fragments[@]}")
+	if [ ${#dropped[@]} -gt 0 ]; then
+		printf '  %s\n' "${dropped[@]}" >&2
+		die "the $variant kernel config lost options the fragments ask for (see above)"
+	fi
+	echo "$want" >"$stamp"
+fi
+
+info "building the $variant kernel in $obj (make -j$(nproc), log: $log)"
+start=$(date +%s)
+# Progress: a line every 20 s while make runs, counting compiled objects.
+(
+	while sleep 20; do
+		echo "    $(grep -cE '^  (CC|AR|LD|AS) ' "$log" 2>/dev/null || echo 0) objects, $(($(date +%s) - start))s"
+	done
+) &
+progress=$!
+rc=0
+kmake -j"$(nproc)" bzImage >"$log" 2>&1 || rc=$?
+kill "$progress" 2>/dev/null || true
+wait "$progress" 2>/dev/null || true
+if [ "$rc" -ne 0 ]; then
+	grep -E 'error:|Error [0-9]' "$log" | head -n 15 >&2 || true
+	show_log_tail "$log" 10
+	die "building the $variant kernel failed (log: $log)"
+fi
+image=$obj/arch/x86/boot/bzImage
+echo "    done in $(($(date +%s) - start))s: $image"

@@ -1,0 +1,71 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Unpack the Debian kernel source into $SRC, make it a git repository and apply
+# kernel/patches with `git am`. Skips all of it when neither the source package nor the
+# series changed since the last run.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+TARBALL=/usr/src/linux-source-6.12.tar.xz
+PATCHES=$ROOT/kernel/patches
+BASE=$(cat "$ROOT/kernel/BASE")
+
+[ -f "$TARBALL" ] || die "$TARBALL is missing: run scripts/deps.sh (apt package linux-source-6.12)"
+have=$(dpkg-query -W -f='${Version}' linux-source-6.12)
+[ "$have" = "$BASE" ] || echo "note: kernel/BASE pins $BASE; the archive has moved on, building on $have"
+
+# The series file lists patch names in order; blank lines and comments are allowed.
+mkdir -p "$BUILD/logs"
+series=()
+while read -r name _; do
+	case "$name" in '' | '#'*) continue ;; esac
+	[ -f "$PATCHES/$name" ] || die "kernel/patches/series names $name, which does not exist"
+	series+=("$PATCHES/$name")
+done <"$PATCHES/series"
+
+stamp=$SRC/.git/applied-series
+want="$have $(content_hash "${series[@]}" "$PATCHES/series")"
+if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
+	exit 0
+fi
+
+if [ ! -f "$SRC/.git/base-version" ] || [ "$(cat "$SRC/.git/base-version")" != "$have" ]; then
+	info "unpacking linux-source-6.12 $have into $SRC"
+	rm -rf "$SRC" "$SRC.tmp"
+	mkdir -p "$SRC.tmp"
+	tar -xJf "$TARBALL" -C "$SRC.tmp" --strip-components=1
+	(
+		cd "$SRC.tmp"
+		# Debian's .gitignore ends with a packaging section that ignores every top-level
+		# path, which would hide the whole tree (and every new file) from git.
+		sed -i '/^# Debian packaging/,$d' .gitignore
+		git init -q -b debian
+		git config user.name "kernel build"
+		git config user.email "build@localhost"
+		git add -A
+		git commit -q \
+			-m "Debian linux-source-6.12 $have" \
+			-m "Pristine, except that .gitignore loses its Debian packaging section."
+		git tag base
+		echo "$have" >.git/base-version
+	)
+	mv "$SRC.tmp" "$SRC"
+fi
+
+cd "$SRC"
+if [ -n "$(git status --porcelain -uno)" ]; then
+	die "$SRC has uncommitted changes; commit them and run scripts/kernel-export.sh, or discard them"
+fi
+git am --abort >/dev/null 2>&1 || true
+git checkout -q -B series base
+git reset -q --hard base
+git clean -q -fdx
+info "applying ${#series[@]} patch(es) from kernel/patches"
+for p in "${series[@]}"; do
+	if ! git am -q --keep-cr "$p" >"$BUILD/logs/git-am.log" 2>&1; then
+		git am --abort >/dev/null 2>&1 || true
+		show_log_tail "$BUILD/logs/git-am.log" 15
+		die "patch $(basename "$p") does not apply on linux-source-6.12 $have (log: $BUILD/logs/git-am.log)"
+	fi
+done
+echo "$want" >"$stamp"

@@ -1,0 +1,57 @@
+# SPDX-License-Identifier: GPL-2.0
+# Shared paths and helpers for the build and test scripts. Source it, do not run it.
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+BUILD=${BUILD:-$ROOT/build}
+SRC=$BUILD/linux              # git tree: pristine Debian source + kernel/patches
+KOBJ=$BUILD/kernel            # out-of-tree kernel builds, one folder per variant
+RESULTS=$BUILD/results        # one folder per VM profile, written by the guest
+PROFILES_DIR=$ROOT/tests/vm/profiles
+
+# Each failure is one line that says what went wrong and where to look.
+die() {
+	echo "error: $*" >&2
+	exit 1
+}
+
+info() {
+	echo "==> $*"
+}
+
+# Print the last lines of a log after a failure, then the path of the full log.
+show_log_tail() {
+	local log=$1 lines=${2:-25}
+
+	[ -f "$log" ] || return 0
+	echo "---- last $lines lines of $log ----" >&2
+	tail -n "$lines" "$log" >&2
+	echo "----" >&2
+}
+
+# Hash of files' contents (and their names), used to skip steps whose inputs did not change.
+content_hash() {
+	local f
+
+	for f in "$@"; do
+		[ -e "$f" ] || continue
+		printf '%s\n' "$f"
+		cat "$f"
+	done | sha256sum | cut -c1-16
+}
+
+# The profiles that exist, in the order `make test` runs them.
+all_profiles() {
+	local p
+
+	for p in iommu-strict iommu-lazy no-iommu swiotlb virtio-iommu debug; do
+		[ -f "$PROFILES_DIR/$p.conf" ] && echo "$p"
+	done
+	# Profiles added later that are not in the list above run last.
+	for p in "$PROFILES_DIR"/*.conf; do
+		p=$(basename "$p" .conf)
+		case " iommu-strict iommu-lazy no-iommu swiotlb virtio-iommu debug " in
+		*" $p "*) ;;
+		*) echo "$p" ;;
+		esac
+	done
+}

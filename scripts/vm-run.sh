@@ -1,0 +1,51 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Boot one kernel image under QEMU/TCG with one VM profile and run a job in the guest.
+#   vm-run.sh PROFILE BZIMAGE OUTDIR JOB    run JOB (a script path) in the guest; the
+#                                           console goes to OUTDIR/console.log
+# A JOB named */shell.sh is interactive: the serial console is this terminal.
+# The host root is the guest's root (read-only); OUTDIR is shared read-write at the same
+# path. Exit status: QEMU's, or 124 when the guest ran past the profile's TIMEOUT.
+set -euo pipefail
+. "$(dirname "$0")/lib.sh"
+
+profile=${1:?usage: vm-run.sh PROFILE BZIMAGE OUTDIR JOB}
+image=${2:?missing kernel image}
+out=${3:?missing output folder}
+job=${4:?missing job}
+
+conf=$PROFILES_DIR/$profile.conf
+[ -f "$conf" ] || die "no VM profile '$profile' (profiles: $(all_profiles | tr '\n' ' '))"
+DESCRIPTION='' QEMU_DEVICES='' KERNEL_CMDLINE='' TIMEOUT=900
+. "$conf"
+[ -f "$image" ] || die "kernel image $image does not exist"
+command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 is missing: run scripts/deps.sh"
+
+mkdir -p "$out"
+initrd=$(bash "$ROOT/scripts/make-initramfs.sh" "$image")
+
+# panic=-1 with -no-reboot: a panicking guest ends QEMU at once instead of hanging.
+cmdline="console=ttyS0 panic=-1 vmt_out=$out vmt_build=$BUILD $KERNEL_CMDLINE"
+cmdline="$cmdline vmt_job=$job"
+
+# shellcheck disable=SC2206 # profile device lists are meant to split into words
+qemu=(
+	qemu-system-x86_64
+	-machine q35,accel=tcg,kernel-irqchip=split -cpu max -m 4G -smp 2
+	-no-reboot -display none -nodefaults
+	$QEMU_DEVICES
+	-netdev user,id=n0,restrict=on -device e1000e,netdev=n0
+	-virtfs local,path=/,mount_tag=host,security_model=none,readonly=on,multidevs=remap
+	-virtfs "local,path=$out,mount_tag=out,security_model=none"
+	-kernel "$image" -initrd "$initrd" -append "$cmdline"
+)
+
+if [ "$(basename "$job")" = shell.sh ]; then
+	exec "${qemu[@]}" -chardev stdio,id=con,mux=on,signal=off,logfile="$out/console.log" \
+		-serial chardev:con -mon chardev=con,mode=readline
+fi
+
+rc=0
+timeout -k 10 "$TIMEOUT" "${qemu[@]}" -serial "file:$out/console.log" -monitor none \
+	</dev/null >"$out/qemu.log" 2>&1 || rc=$?
+exit "$rc"

@@ -1,0 +1,146 @@
+# SPDX-License-Identifier: GPL-2.0
+"""Host-side tests of the parsers that decide pass and fail for the guest suites."""
+import importlib.util
+import os
+import unittest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+
+
+def load(name, path):
+    spec = importlib.util.spec_from_file_location(name, os.path.join(ROOT, path))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+results = load('results', 'scripts/results.py')
+to_tap = load('unittest_to_tap', 'tests/rdma-core/unittest_to_tap.py')
+
+
+def tap(text):
+    return results.parse_tap(text.splitlines(), results.Counts())
+
+
+class TapTest(unittest.TestCase):
+    def test_counts_each_kind(self):
+        c = tap('1..5\nok 1 - a\nnot ok 2 - b\nok 3 - c # SKIP no device\n'
+                'not ok 4 - d # TODO known\nok 5 - e # TODO fixed\n')
+        self.assertEqual((c.passed, c.failed, c.skipped), (2, 1, 2))
+        self.assertEqual(c.failures, [('b', '')])
+        self.assertEqual(len(c.notes), 1)
+
+    def test_missing_results_fail(self):
+        c = tap('1..4\nok 1 - a\nok 2 - b\n')
+        self.assertEqual((c.passed, c.failed), (2, 2))
+
+    def test_no_plan_fails(self):
+        self.assertEqual(tap('ok 1 - a\n').failed, 1)
+
+    def test_plan_at_end_and_diagnostics(self):
+        c = tap('# hello\nok 1 - a\n# not ok in a comment\n1..1\n')
+        self.assertEqual((c.passed, c.failed, c.skipped), (1, 0, 0))
+
+    def test_bail_out_fails(self):
+        self.assertEqual(tap('1..1\nBail out! no device\n').failed, 2)
+
+
+KTAP = """\
+[    1.000000] KTAP version 1
+[    1.000001] 1..2
+[    1.000002]     KTAP version 1
+[    1.000003]     # Subtest: alpha
+[    1.000004]     1..3
+[    1.000005]     ok 1 one
+[    1.000006]         KTAP version 1
+[    1.000007]         # Subtest: two
+[    1.000008]         ok 1 two param 0
+[    1.000009]         not ok 2 two param 1
+[    1.000010]     not ok 2 two
+[    1.000011] e1000e 0000:00:02.0: some unrelated driver message
+[    1.000012]     ok 3 three # SKIP not here
+[    1.000013] # alpha: pass:1 fail:1 skip:1 total:3
+[    1.000014] not ok 1 alpha
+[    1.000015]     KTAP version 1
+[    1.000016]     # Subtest: beta
+[    1.000017]     1..1
+[    1.000018]     ok 1 only
+[    1.000019] ok 2 beta
+"""
+
+
+class KtapTest(unittest.TestCase):
+    def test_cases_per_suite(self):
+        s = results.parse_ktap(KTAP.splitlines())
+        self.assertEqual(sorted(s), ['alpha', 'beta'])
+        a, b = s['alpha'], s['beta']
+        self.assertEqual((a.passed, a.failed, a.skipped), (1, 1, 1))
+        self.assertEqual((b.passed, b.failed, b.skipped), (1, 0, 0))
+
+    def test_failed_suite_without_failed_case(self):
+        s = results.parse_ktap(['KTAP version 1', '1..1', '    # Subtest: x', '    1..1',
+                                '    ok 1 a', 'not ok 1 x'])
+        self.assertEqual(s['x'].failed, 1)
+
+    def test_suite_skipped_as_a_whole(self):
+        s = results.parse_ktap(['KTAP version 1', '1..1', '    # Subtest: x',
+                                '    1..0', 'ok 1 x # SKIP not configured'])
+        self.assertEqual((s['x'].passed, s['x'].skipped), (0, 1))
+
+
+class SplatTest(unittest.TestCase):
+    def test_finds_reports(self):
+        for line, what in [
+            ('[ 5.1] BUG: KASAN: slab-out-of-bounds in foo+0x1/0x2', 'KASAN report'),
+            ('[ 5.1] WARNING: CPU: 1 PID: 42 at mm/hmm.c:10 hmm_x+0x1', 'kernel WARN'),
+            ('[ 5.1] WARNING: possible circular locking dependency detected',
+             'lockdep report'),
+            ('[ 5.1] Kernel panic - not syncing: Attempted to kill init!', 'kernel panic'),
+            ('[ 5.1] Oops: 0000 [#1] PREEMPT SMP', 'kernel oops'),
+            ('[ 5.1] e1000e 0000:00:02.0: DMA-API: device driver frees DMA memory',
+             'DMA API debug report'),
+        ]:
+            self.assertEqual(results.find_splat(['[ 0.0] booting', line])[0], what, line)
+
+    def test_clean_log(self):
+        self.assertIsNone(results.find_splat(['[ 0.1] Linux version 6.12',
+                                              '[ 0.2] rdma_rxe: loaded']))
+
+
+UNITTEST_LOG = """\
+test_a (tests.test_x.X.test_a) ... ok
+test_b (tests.test_x.X.test_b)
+A docstring line ... skipped 'No ODP caps'
+test_resize_cq (tests.test_cq.CQTest.test_resize_cq) ... ERROR
+test_c (tests.test_x.X) ... FAIL
+setUpClass (tests.test_y.Y) ... ERROR
+----------------------------------------------------------------------
+Ran 5 tests in 1.0s
+"""
+
+
+class UnittestToTapTest(unittest.TestCase):
+    def convert(self, log, expected):
+        res, ran = to_tap.parse(log.splitlines())
+        return tap('\n'.join(to_tap.to_tap(res, ran, expected)))
+
+    def test_conversion(self):
+        c = self.convert(UNITTEST_LOG, {'tests.test_cq.CQTest.test_resize_cq': 'why'})
+        self.assertEqual((c.passed, c.failed, c.skipped), (1, 2, 2))
+        self.assertEqual(sorted(n for n, _ in c.failures),
+                         ['tests.test_x.X.test_c (FAIL)', 'tests.test_y.Y.setUpClass (ERROR)'])
+
+    def test_listed_test_that_passes_is_noted(self):
+        c = self.convert('test_a (m.C.test_a) ... ok\nRan 1 test in 0.1s\n',
+                         {'m.C.test_a': 'flaky'})
+        self.assertEqual((c.passed, c.failed), (1, 0))
+        self.assertEqual(len(c.notes), 1)
+
+    def test_crashed_run_fails(self):
+        c = self.convert('test_a (m.C.test_a) ... ok\n', {})
+        self.assertEqual((c.passed, c.failed), (1, 1))
+
+
+if __name__ == '__main__':
+    unittest.main()

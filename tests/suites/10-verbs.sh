@@ -1,0 +1,20 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# Our verbs tests (tests/verbs/*.c, built on the host into $BUILD/tests/verbs): one TAP
+# file per program.
+dir=$BUILD/tests/verbs
+found=0
+for t in "$dir"/*; do
+	[ -f "$t" ] && [ -x "$t" ] || continue
+	found=1
+	name=$(basename "$t")
+	echo "running $name"
+	timeout -k 5 300 "$t" --dev "$RDMA_DEV" >"$OUT/verbs-$name.tap" 2>"$OUT/verbs-$name.err"
+	rc=$?
+	[ $rc -eq 124 ] && echo "not ok - $name timed out after 300 s" >>"$OUT/verbs-$name.tap"
+done
+if [ $found = 0 ]; then
+	printf '1..1\nnot ok 1 - no test programs in %s (the host build of tests/verbs did not run)\n' \
+		"$dir" >"$OUT/verbs.tap"
+fi
+exit 0

@@ -1,0 +1,21 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Minimal TAP producer for the verbs tests: a plan, one line per check, diagnostics
+ * as '#' lines, and an exit status that is non-zero when any check failed.
+ */
+#ifndef VT_TAP_H
+#define VT_TAP_H
+
+#include <stdbool.h>
+
+void tap_plan(int count);
+/* Record one check. Returns cond so callers can stop a dependent sequence. */
+bool tap_ok(bool cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void tap_skip(const char *reason, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void tap_diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+/* Stop early: report the remaining planned checks as failed, with the reason. */
+void tap_bail(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+/* Close the plan; the exit status for main(). */
+int tap_done(void);
+
+#endif

@@ -1,0 +1,294 @@
+// SPDX-License-Identifier: GPL-2.0
+#include "verbs.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define VT_CQ_DEPTH 64
+
+static void usage(const char *prog, int status)
+{
+	fprintf(status ? stderr : stdout,
+		"usage: %s [--dev NAME] [--port N] [--gid N]\n"
+		"  --dev NAME  RDMA device (default: the first one)\n"
+		"  --port N    port number (default: 1)\n"
+		"  --gid N     GID index of a RoCEv2 IPv4-mapped GID (default: 1)\n"
+		"Prints TAP; exits non-zero when a check fails.\n", prog);
+	exit(status);
+}
+
+static long parse_number(const char *prog, const char *what, const char *s, long max)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 0);
+	if (errno || *end || v < 0 || v > max) {
+		fprintf(stderr, "%s: %s must be a number from 0 to %ld, not '%s'\n",
+			prog, what, max, s);
+		exit(2);
+	}
+	return v;
+}
+
+void vt_parse_options(int argc, char **argv, struct vt_options *opt)
+{
+	static const struct option longopts[] = {
+		{ "dev", required_argument, NULL, 'd' },
+		{ "port", required_argument, NULL, 'p' },
+		{ "gid", required_argument, NULL, 'g' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 }
+	};
+	int c;
+
+	opt->dev = NULL;
+	opt->port = 1;
+	opt->gid_index = 1;
+	while ((c = getopt_long(argc, argv, "d:p:g:h", longopts, NULL)) != -1) {
+		switch (c) {
+		case 'd':
+			opt->dev = optarg;
+			break;
+		case 'p':
+			opt->port = parse_number(argv[0], "--port", optarg, 255);
+			break;
+		case 'g':
+			opt->gid_index = parse_number(argv[0], "--gid", optarg, 65535);
+			break;
+		case 'h':
+			usage(argv[0], 0);
+			break;
+		default:
+			usage(argv[0], 2);
+		}
+	}
+	if (optind != argc)
+		usage(argv[0], 2);
+}
+
+struct ibv_context *vt_open_device(const char *name)
+{
+	struct ibv_device **list, *dev = NULL;
+	struct ibv_context *ctx;
+	int i, n;
+
+	list = ibv_get_device_list(&n);
+	if (!list) {
+		fprintf(stderr, "ibv_get_device_list: %s (is the RDMA core loaded?)\n",
+			strerror(errno));
+		return NULL;
+	}
+	for (i = 0; i < n; i++) {
+		if (!name || !strcmp(ibv_get_device_name(list[i]), name)) {
+			dev = list[i];
+			break;
+		}
+	}
+	if (!dev) {
+		fprintf(stderr, "no RDMA device %s among %d found (create one with 'rdma link add')\n",
+			name ? name : "at all", n);
+		ibv_free_device_list(list);
+		return NULL;
+	}
+	ctx = ibv_open_device(dev);
+	if (!ctx)
+		fprintf(stderr, "ibv_open_device(%s): %s\n", ibv_get_device_name(dev),
+			strerror(errno));
+	ibv_free_device_list(list);
+	return ctx;
+}
+
+static int qp_to_rts(struct ibv_qp *qp, uint32_t remote_qpn, const struct vt_loopback *lb)
+{
+	struct ibv_qp_attr attr = {
+		.qp_state = IBV_QPS_INIT,
+		.port_num = lb->port,
+		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+				   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC,
+	};
+	int ret;
+
+	ret = ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+			    IBV_QP_ACCESS_FLAGS);
+	if (ret) {
+		fprintf(stderr, "ibv_modify_qp(qpn %u, INIT): %s\n", qp->qp_num, strerror(ret));
+		return -1;
+	}
+
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RTR;
+	attr.path_mtu = IBV_MTU_1024;
+	attr.dest_qp_num = remote_qpn;
+	attr.max_dest_rd_atomic = 4;
+	attr.min_rnr_timer = 12;
+	attr.ah_attr.is_global = 1;
+	attr.ah_attr.port_num = lb->port;
+	attr.ah_attr.grh.dgid = lb->gid;
+	attr.ah_attr.grh.sgid_index = lb->gid_index;
+	attr.ah_attr.grh.hop_limit = 1;
+	ret = ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+			    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
+			    IBV_QP_MIN_RNR_TIMER);
+	if (ret) {
+		fprintf(stderr, "ibv_modify_qp(qpn %u, RTR to qpn %u): %s\n", qp->qp_num,
+			remote_qpn, strerror(ret));
+		return -1;
+	}
+
+	memset(&attr, 0, sizeof(attr));
+	attr.qp_state = IBV_QPS_RTS;
+	attr.timeout = 14;
+	attr.retry_cnt = 7;
+	attr.rnr_retry = 7;
+	attr.max_rd_atomic = 4;
+	ret = ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			    IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
+	if (ret) {
+		fprintf(stderr, "ibv_modify_qp(qpn %u, RTS): %s\n", qp->qp_num, strerror(ret));
+		return -1;
+	}
+	return 0;
+}
+
+int vt_loopback_create(struct vt_loopback *lb, struct ibv_context *ctx,
+		       const struct vt_options *opt)
+{
+	struct ibv_qp_init_attr init = {
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 4,
+			 .max_recv_sge = 4 },
+	};
+	int i, ret;
+
+	memset(lb, 0, sizeof(*lb));
+	lb->ctx = ctx;
+	lb->port = opt->port;
+	lb->gid_index = opt->gid_index;
+	ret = ibv_query_gid(ctx, lb->port, lb->gid_index, &lb->gid);
+	if (ret) {
+		fprintf(stderr, "ibv_query_gid(port %u, index %d): %s\n", lb->port,
+			lb->gid_index, strerror(errno));
+		return -1;
+	}
+	lb->pd = ibv_alloc_pd(ctx);
+	if (!lb->pd) {
+		fprintf(stderr, "ibv_alloc_pd: %s\n", strerror(errno));
+		goto err;
+	}
+	lb->send_cq = ibv_create_cq(ctx, VT_CQ_DEPTH, NULL, NULL, 0);
+	lb->recv_cq = ibv_create_cq(ctx, VT_CQ_DEPTH, NULL, NULL, 0);
+	if (!lb->send_cq || !lb->recv_cq) {
+		fprintf(stderr, "ibv_create_cq(%d entries): %s\n", VT_CQ_DEPTH, strerror(errno));
+		goto err;
+	}
+	init.send_cq = lb->send_cq;
+	init.recv_cq = lb->recv_cq;
+	for (i = 0; i < 2; i++) {
+		lb->qp[i] = ibv_create_qp(lb->pd, &init);
+		if (!lb->qp[i]) {
+			fprintf(stderr, "ibv_create_qp(RC): %s\n", strerror(errno));
+			goto err;
+		}
+	}
+	if (qp_to_rts(lb->qp[0], lb->qp[1]->qp_num, lb) ||
+	    qp_to_rts(lb->qp[1], lb->qp[0]->qp_num, lb))
+		goto err;
+	return 0;
+err:
+	vt_loopback_destroy(lb);
+	return -1;
+}
+
+void vt_loopback_destroy(struct vt_loopback *lb)
+{
+	int i;
+
+	for (i = 0; i < 2; i++)
+		if (lb->qp[i] && ibv_destroy_qp(lb->qp[i]))
+			fprintf(stderr, "ibv_destroy_qp: %s\n", strerror(errno));
+	if (lb->send_cq && ibv_destroy_cq(lb->send_cq))
+		fprintf(stderr, "ibv_destroy_cq: %s\n", strerror(errno));
+	if (lb->recv_cq && ibv_destroy_cq(lb->recv_cq))
+		fprintf(stderr, "ibv_destroy_cq: %s\n", strerror(errno));
+	if (lb->pd && ibv_dealloc_pd(lb->pd))
+		fprintf(stderr, "ibv_dealloc_pd: %s\n", strerror(errno));
+	memset(lb->qp, 0, sizeof(lb->qp));
+	lb->send_cq = NULL;
+	lb->recv_cq = NULL;
+	lb->pd = NULL;
+}
+
+static long long now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+int vt_poll_one(struct ibv_cq *cq, struct ibv_wc *wc, int timeout_ms)
+{
+	long long deadline = now_ms() + timeout_ms;
+	int n;
+
+	do {
+		n = ibv_poll_cq(cq, 1, wc);
+		if (n < 0) {
+			fprintf(stderr, "ibv_poll_cq: error %d\n", n);
+			return -1;
+		}
+		if (n == 1)
+			return 0;
+	} while (now_ms() < deadline);
+	fprintf(stderr, "no completion within %d ms\n", timeout_ms);
+	return -1;
+}
+
+int vt_post_send_wait(struct vt_loopback *lb, struct ibv_qp *qp, struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad;
+	struct ibv_wc wc;
+	int ret;
+
+	wr->send_flags |= IBV_SEND_SIGNALED;
+	ret = ibv_post_send(qp, wr, &bad);
+	if (ret) {
+		fprintf(stderr, "ibv_post_send(opcode %d): %s\n", wr->opcode, strerror(ret));
+		return -1;
+	}
+	if (vt_poll_one(lb->send_cq, &wc, 5000))
+		return -1;
+	if (wc.status != IBV_WC_SUCCESS || wc.wr_id != wr->wr_id) {
+		fprintf(stderr, "completion of wr_id %llu: %s (wr_id %llu)\n",
+			(unsigned long long)wr->wr_id, ibv_wc_status_str(wc.status),
+			(unsigned long long)wc.wr_id);
+		return -1;
+	}
+	return 0;
+}
+
+void vt_fill(void *buf, size_t len, unsigned int seed)
+{
+	unsigned char *p = buf;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		p[i] = (unsigned char)((i * 131 + seed * 7 + (i >> 8)) ^ seed);
+}
+
+long vt_check(const void *buf, size_t len, unsigned int seed)
+{
+	const unsigned char *p = buf;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (p[i] != (unsigned char)((i * 131 + seed * 7 + (i >> 8)) ^ seed))
+			return (long)i;
+	return -1;
+}

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Shared verbs plumbing for the tests: option parsing, opening a device by name, a pair
+ * of RC QPs connected to each other through one port (loopback), and posting a work
+ * request and waiting for its completion. Every failure prints what was attempted and
+ * errno to stderr and returns -1 (or NULL), so a test can report it and go on.
+ */
+#ifndef VT_VERBS_H
+#define VT_VERBS_H
+
+#include <infiniband/verbs.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct vt_options {
+	const char *dev;	/* RDMA device name; NULL: the first one */
+	uint8_t port;
+	int gid_index;		/* RoCEv2 IPv4-mapped GID of the guest's address */
+};
+
+/* Parse --dev NAME, --port N, --gid N; prints usage and exits on bad input. */
+void vt_parse_options(int argc, char **argv, struct vt_options *opt);
+
+struct ibv_context *vt_open_device(const char *name);
+
+/* Two RC QPs on one device and port, each connected to the other. */
+struct vt_loopback {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+	struct ibv_cq *send_cq;	/* completions of posted sends, both QPs */
+	struct ibv_cq *recv_cq;	/* completions of posted receives, both QPs */
+	struct ibv_qp *qp[2];
+	union ibv_gid gid;
+	uint8_t port;
+	int gid_index;
+};
+
+int vt_loopback_create(struct vt_loopback *lb, struct ibv_context *ctx,
+		       const struct vt_options *opt);
+void vt_loopback_destroy(struct vt_loopback *lb);
+
+/* Wait up to timeout_ms for one completion on cq. 0 on success, -1 on error or timeout. */
+int vt_poll_one(struct ibv_cq *cq, struct ibv_wc *wc, int timeout_ms);
+
+/*
+ * Post wr on qp and wait for its completion on the send CQ; the completion must be
+ * IBV_WC_SUCCESS.
+ */
+int vt_post_send_wait(struct vt_loopback *lb, struct ibv_qp *qp, struct ibv_send_wr *wr);
+
+/* Fill len bytes with a pattern that depends on seed and position. */
+void vt_fill(void *buf, size_t len, unsigned int seed);
+/* Offset of the first byte that differs from vt_fill(seed), or -1 when all match. */
+long vt_check(const void *buf, size_t len, unsigned int seed);
+
+#endif

@@ -1,0 +1,193 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * RC traffic between two QPs of one device on pinned memory regions: SEND/RECV, RDMA
+ * WRITE and RDMA READ, each with the data checked byte for byte, including transfers
+ * that start and end at unaligned offsets (the bytes around them must stay untouched).
+ */
+#include "lib/tap.h"
+#include "lib/verbs.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define BUF_SIZE (256 * 1024)
+#define GUARD 0xa5
+
+struct buffers {
+	unsigned char *src, *dst;
+	struct ibv_mr *src_mr, *dst_mr;
+};
+
+static int buffers_init(struct buffers *b, struct ibv_pd *pd)
+{
+	int access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+	long page = sysconf(_SC_PAGESIZE);
+
+	memset(b, 0, sizeof(*b));
+	if (posix_memalign((void **)&b->src, page, BUF_SIZE) ||
+	    posix_memalign((void **)&b->dst, page, BUF_SIZE)) {
+		fprintf(stderr, "posix_memalign(%d): out of memory\n", BUF_SIZE);
+		return -1;
+	}
+	b->src_mr = ibv_reg_mr(pd, b->src, BUF_SIZE, access);
+	b->dst_mr = ibv_reg_mr(pd, b->dst, BUF_SIZE, access);
+	if (!b->src_mr || !b->dst_mr) {
+		fprintf(stderr, "ibv_reg_mr(%d bytes): %s\n", BUF_SIZE, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
+static void buffers_fini(struct buffers *b)
+{
+	if (b->src_mr)
+		ibv_dereg_mr(b->src_mr);
+	if (b->dst_mr)
+		ibv_dereg_mr(b->dst_mr);
+	free(b->src);
+	free(b->dst);
+}
+
+/* Source holds pattern `seed`, destination holds guard bytes. */
+static void buffers_reset(struct buffers *b, unsigned int seed)
+{
+	vt_fill(b->src, BUF_SIZE, seed);
+	memset(b->dst, GUARD, BUF_SIZE);
+}
+
+/*
+ * After a transfer of len bytes from src+soff to dst+doff: those bytes match and every
+ * other byte of dst still holds the guard.
+ */
+static bool transferred(const struct buffers *b, size_t soff, size_t doff, size_t len)
+{
+	size_t i;
+
+	if (memcmp(b->dst + doff, b->src + soff, len)) {
+		for (i = 0; i < len && b->dst[doff + i] == b->src[soff + i]; i++)
+			;
+		tap_diag("first differing byte at offset %zu of %zu", i, len);
+		return false;
+	}
+	for (i = 0; i < BUF_SIZE; i++) {
+		if ((i < doff || i >= doff + len) && b->dst[i] != GUARD) {
+			tap_diag("byte %zu outside the transfer was overwritten", i);
+			return false;
+		}
+	}
+	return true;
+}
+
+static bool do_send(struct vt_loopback *lb, struct buffers *b, size_t soff, size_t doff,
+		    size_t len)
+{
+	struct ibv_sge rsge = { (uintptr_t)b->dst + doff, (uint32_t)len, b->dst_mr->lkey };
+	struct ibv_sge ssge = { (uintptr_t)b->src + soff, (uint32_t)len, b->src_mr->lkey };
+	struct ibv_recv_wr rwr = { .wr_id = 1, .sg_list = &rsge, .num_sge = 1 }, *rbad;
+	struct ibv_send_wr swr = { .wr_id = 2, .sg_list = &ssge, .num_sge = 1,
+				   .opcode = IBV_WR_SEND };
+	struct ibv_wc wc;
+	int ret;
+
+	ret = ibv_post_recv(lb->qp[1], &rwr, &rbad);
+	if (ret) {
+		tap_diag("ibv_post_recv: %s", strerror(ret));
+		return false;
+	}
+	if (vt_post_send_wait(lb, lb->qp[0], &swr))
+		return false;
+	if (vt_poll_one(lb->recv_cq, &wc, 5000))
+		return false;
+	if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV || wc.byte_len != len) {
+		tap_diag("receive completion: %s, opcode %d, %u bytes (expected %zu)",
+			 ibv_wc_status_str(wc.status), wc.opcode, wc.byte_len, len);
+		return false;
+	}
+	return true;
+}
+
+/* RDMA WRITE from qp0's src to qp1's dst, or RDMA READ by qp1 of qp0's src into dst. */
+static bool do_rdma(struct vt_loopback *lb, struct buffers *b, enum ibv_wr_opcode op,
+		    size_t soff, size_t doff, size_t len)
+{
+	struct ibv_sge sge;
+	struct ibv_send_wr wr = { .wr_id = 3, .sg_list = &sge, .num_sge = 1, .opcode = op };
+	struct ibv_qp *qp;
+
+	if (op == IBV_WR_RDMA_WRITE) {
+		sge = (struct ibv_sge){ (uintptr_t)b->src + soff, (uint32_t)len, b->src_mr->lkey };
+		wr.wr.rdma.remote_addr = (uintptr_t)b->dst + doff;
+		wr.wr.rdma.rkey = b->dst_mr->rkey;
+		qp = lb->qp[0];
+	} else {
+		sge = (struct ibv_sge){ (uintptr_t)b->dst + doff, (uint32_t)len, b->dst_mr->lkey };
+		wr.wr.rdma.remote_addr = (uintptr_t)b->src + soff;
+		wr.wr.rdma.rkey = b->src_mr->rkey;
+		qp = lb->qp[1];
+	}
+	return vt_post_send_wait(lb, qp, &wr) == 0;
+}
+
+/* Offsets and lengths: whole buffer, one byte, and ranges that start and end mid-page. */
+static const struct {
+	size_t soff, doff, len;
+	const char *what;
+} shapes[] = {
+	{ 0, 0, 4096, "one aligned page" },
+	{ 0, 0, 1, "one byte" },
+	{ 7, 13, 5000, "unaligned, spanning a page boundary" },
+	{ 4095, 1, 8194, "from the last byte of a page across three pages" },
+	{ 0, 0, BUF_SIZE, "the whole 256 KiB buffer" },
+};
+
+int main(int argc, char **argv)
+{
+	static const struct {
+		enum ibv_wr_opcode op;
+		const char *name;
+	} ops[] = {
+		{ IBV_WR_SEND, "SEND/RECV" },
+		{ IBV_WR_RDMA_WRITE, "RDMA WRITE" },
+		{ IBV_WR_RDMA_READ, "RDMA READ" },
+	};
+	const size_t nshapes = sizeof(shapes) / sizeof(shapes[0]);
+	struct vt_options opt;
+	struct vt_loopback lb;
+	struct ibv_context *ctx;
+	struct buffers b;
+	unsigned int seed = 1;
+	size_t o, s;
+	bool ok;
+
+	vt_parse_options(argc, argv, &opt);
+	tap_plan(2 + 3 * nshapes);
+
+	ctx = vt_open_device(opt.dev);
+	if (!ctx || !tap_ok(vt_loopback_create(&lb, ctx, &opt) == 0,
+			    "two RC QPs connected to each other"))
+		tap_bail("no connected QP pair");
+	if (!tap_ok(buffers_init(&b, lb.pd) == 0, "register two 256 KiB pinned MRs"))
+		tap_bail("no memory regions");
+
+	for (o = 0; o < 3; o++) {
+		for (s = 0; s < nshapes; s++) {
+			buffers_reset(&b, seed++);
+			if (ops[o].op == IBV_WR_SEND)
+				ok = do_send(&lb, &b, shapes[s].soff, shapes[s].doff, shapes[s].len);
+			else
+				ok = do_rdma(&lb, &b, ops[o].op, shapes[s].soff, shapes[s].doff,
+					     shapes[s].len);
+			ok = ok && transferred(&b, shapes[s].soff, shapes[s].doff, shapes[s].len);
+			tap_ok(ok, "%s: %s (%zu bytes)", ops[o].name, shapes[s].what,
+			       shapes[s].len);
+		}
+	}
+
+	buffers_fini(&b);
+	vt_loopback_destroy(&lb);
+	ibv_close_device(ctx);
+	return tap_done();
+}
