@@ -48,3 +48,17 @@ setup_rxe() {
 iommu_group_type() {
 	cat "/sys/class/net/$NETDEV/device/iommu_group/type" 2>/dev/null || echo none
 }
+
+# Remove the soft-RoCE device and take the NIC down before power-off. Part of the test
+# (rxe must go away cleanly), and it keeps the NIC's DMA mappings from outliving the
+# IOMMU at shutdown: device_shutdown() stops virtio-iommu before e1000e, whose shutdown
+# would otherwise unmap its receive ring through a dead domain and WARN.
+teardown_rxe() {
+	local msg
+
+	if [ -e "/sys/class/infiniband/$RDMA_DEV" ]; then
+		msg=$(rdma link delete "$RDMA_DEV" 2>&1) ||
+			guest_error "cannot delete $RDMA_DEV: ${msg:-rdma link delete failed}"
+	fi
+	ip link set "$NETDEV" down 2>/dev/null
+}

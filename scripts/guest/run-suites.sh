@@ -24,6 +24,7 @@ if setup_rxe; then
 		echo "vmtest: suite $name exited $rc after $(($(date +%s) - start))s" >/dev/console
 	done
 fi
+teardown_rxe
 
 # kmemleak (debug kernel): one scan after everything ran; whatever it lists is a leak.
 if [ -w /sys/kernel/debug/kmemleak ]; then

@@ -33,4 +33,5 @@ if setup_rxe; then
 		guest_error "ibv_rc_pingpong failed (client $client_rc, server $server_rc); see $OUT/client.txt and $OUT/server.txt"
 	fi
 fi
+teardown_rxe
 echo ok >"$OUT/done"
