@@ -55,3 +55,20 @@ all_profiles() {
 		esac
 	done
 }
+
+# One setting of a VM profile (tests/vm/profiles/NAME.conf), or a default.
+profile_var() {
+	local profile=$1 var=$2 default=${3:-}
+
+	(
+		# shellcheck disable=SC1090
+		. "$PROFILES_DIR/$profile.conf"
+		echo "${!var:-$default}"
+	)
+}
+
+# Die unless the profile exists, listing those that do.
+require_profile() {
+	[ -f "$PROFILES_DIR/$1.conf" ] ||
+		die "no VM profile '$1' (profiles: $(all_profiles | tr '\n' ' '))"
+}

@@ -208,6 +208,12 @@ def judge_profile(args):
         check(group == args.expect_group, 'iommu group',
               f'the NIC\'s IOMMU group type is {group}, the profile expects '
               f'{args.expect_group}')
+    hiwater = facts.get('swiotlb_hiwater', 'unknown')
+    if args.expect_swiotlb and booted and finished:
+        used = hiwater.isdigit() and int(hiwater) > 0
+        check(used == (args.expect_swiotlb == 'used'), 'swiotlb',
+              f'the profile expects swiotlb to be {args.expect_swiotlb}, but its '
+              f'high-water mark is {hiwater} slots')
     errors_file = os.path.join(d, 'guest-errors')
     if os.path.exists(errors_file):
         for line in read_lines(errors_file):
@@ -229,7 +235,8 @@ def judge_profile(args):
         print_suite(args.name, name, c)
         total.add(c)
     print(f'profile {args.name}: {total.line()} in {args.seconds} s '
-          f'(kernel {facts.get("kernel", "?")}, IOMMU group {group})')
+          f'(kernel {facts.get("kernel", "?")}, IOMMU group {group}, '
+          f'swiotlb high-water {hiwater})')
     with open(os.path.join(d, 'summary.json'), 'w') as f:
         json.dump({'passed': total.passed, 'failed': total.failed,
                    'skipped': total.skipped}, f)
@@ -271,6 +278,7 @@ def main():
     p.add_argument('name')
     p.add_argument('dir')
     p.add_argument('--expect-group', default='')
+    p.add_argument('--expect-swiotlb', default='', choices=['', 'used', 'unused'])
     p.add_argument('--qemu-rc', type=int, default=0)
     p.add_argument('--timeout', type=int, default=0)
     p.add_argument('--seconds', type=int, default=0)

@@ -6,8 +6,8 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 profile=${PROFILE:-iommu-strict}
-[ -f "$PROFILES_DIR/$profile.conf" ] || die "no VM profile '$profile' (profiles: $(all_profiles | tr '\n' ' '))"
-variant=$(. "$PROFILES_DIR/$profile.conf" && echo "$KERNEL_VARIANT")
+require_profile "$profile"
+variant=$(profile_var "$profile" KERNEL_VARIANT normal)
 bash "$ROOT/scripts/deps.sh"
 if [ -n "${KERNEL:-}" ]; then
 	image=$(realpath "$KERNEL")

@@ -12,8 +12,7 @@ profiles=()
 if [ -n "${PROFILE:-}" ]; then
 	IFS=', ' read -r -a profiles <<<"$PROFILE"
 	for p in "${profiles[@]}"; do
-		[ -f "$PROFILES_DIR/$p.conf" ] ||
-			die "no VM profile '$p' (profiles: $(all_profiles | tr '\n' ' '))"
+		require_profile "$p"
 	done
 else
 	mapfile -t profiles < <(all_profiles)
@@ -41,7 +40,7 @@ summaries+=("$host")
 # Which kernels the chosen profiles need.
 declare -A image
 for p in "${profiles[@]}"; do
-	variant=$(. "$PROFILES_DIR/$p.conf" && echo "$KERNEL_VARIANT")
+	variant=$(profile_var "$p" KERNEL_VARIANT normal)
 	if [ -n "${KERNEL:-}" ]; then
 		image[$variant]=$KERNEL
 	elif [ -z "${image[$variant]:-}" ]; then
@@ -53,13 +52,13 @@ for p in "${profiles[@]}"; do
 done
 
 for p in "${profiles[@]}"; do
-	# shellcheck disable=SC1090
-	(. "$PROFILES_DIR/$p.conf" && echo "==> profile $p: $DESCRIPTION")
-	variant=$(. "$PROFILES_DIR/$p.conf" && echo "$KERNEL_VARIANT")
-	timeout_s=$(. "$PROFILES_DIR/$p.conf" && echo "${TIMEOUT:-900}")
-	group=$(. "$PROFILES_DIR/$p.conf" && echo "${EXPECT_IOMMU_GROUP:-}")
-	# Another kernel image makes no promise about IOMMU group types.
-	[ -n "${KERNEL:-}" ] && group=
+	info "profile $p: $(profile_var "$p" DESCRIPTION)"
+	variant=$(profile_var "$p" KERNEL_VARIANT normal)
+	timeout_s=$(profile_var "$p" TIMEOUT 900)
+	group=$(profile_var "$p" EXPECT_IOMMU_GROUP)
+	bounce=$(profile_var "$p" EXPECT_SWIOTLB)
+	# Another kernel image makes no promise about IOMMU group types or debugfs.
+	[ -n "${KERNEL:-}" ] && group= && bounce=
 	out=$RESULTS/$p
 	rm -rf "$out"
 	mkdir -p "$out"
@@ -68,6 +67,7 @@ for p in "${profiles[@]}"; do
 	bash "$ROOT/scripts/vm-run.sh" "$p" "${image[$variant]}" "$out" \
 		"$ROOT/scripts/guest/run-suites.sh" || rc=$?
 	python3 "$ROOT/scripts/results.py" profile "$p" "$out" --expect-group "$group" \
+		--expect-swiotlb "$bounce" \
 		--qemu-rc "$rc" --timeout "$timeout_s" --seconds $(($(date +%s) - start))
 	summaries+=("$out")
 done

@@ -14,10 +14,10 @@ image=${2:?missing kernel image}
 out=${3:?missing output folder}
 job=${4:?missing job}
 
-conf=$PROFILES_DIR/$profile.conf
-[ -f "$conf" ] || die "no VM profile '$profile' (profiles: $(all_profiles | tr '\n' ' '))"
-DESCRIPTION='' QEMU_DEVICES='' KERNEL_CMDLINE='' TIMEOUT=900
-. "$conf"
+require_profile "$profile"
+QEMU_DEVICES=$(profile_var "$profile" QEMU_DEVICES)
+KERNEL_CMDLINE=$(profile_var "$profile" KERNEL_CMDLINE)
+TIMEOUT=$(profile_var "$profile" TIMEOUT 900)
 [ -f "$image" ] || die "kernel image $image does not exist"
 command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 is missing: run scripts/deps.sh"
 

@@ -24,6 +24,9 @@ if setup_rxe; then
 		echo "vmtest: suite $name exited $rc after $(($(date +%s) - start))s" >/dev/console
 	done
 fi
+# How many swiotlb slots were ever in use: proves whether DMA bounced during the run.
+echo "swiotlb_hiwater=$(cat /sys/kernel/debug/swiotlb/io_tlb_used_hiwater 2>/dev/null || echo unknown)" \
+	>>"$OUT/facts"
 teardown_rxe
 
 # kmemleak (debug kernel): one scan after everything ran; whatever it lists is a leak.

@@ -29,6 +29,10 @@ if setup_rxe; then
 	echo "result:       client exit $client_rc, server exit $server_rc" >>"$report"
 	grep -hE 'bytes in|iters in' "$OUT/client.txt" | sed 's/^/              client: /' >>"$report"
 	grep -hE 'bytes in|iters in' "$OUT/server.txt" | sed 's/^/              server: /' >>"$report"
+	# -c makes each side check what it received; it reports bad data without failing.
+	if grep -qi 'invalid data' "$OUT/client.txt" "$OUT/server.txt"; then
+		guest_error "ibv_rc_pingpong received data that differs from what was sent; see $OUT/client.txt"
+	fi
 	if [ $client_rc -ne 0 ] || [ $server_rc -ne 0 ]; then
 		guest_error "ibv_rc_pingpong failed (client $client_rc, server $server_rc); see $OUT/client.txt and $OUT/server.txt"
 	fi

@@ -137,6 +137,11 @@ class UnittestToTapTest(unittest.TestCase):
         self.assertEqual((c.passed, c.failed), (1, 0))
         self.assertEqual(len(c.notes), 1)
 
+    def test_listed_flaky_test_that_passes_is_not_noted(self):
+        c = self.convert('test_a (m.C.test_a) ... ok\nRan 1 test in 0.1s\n',
+                         {'m.C.test_a': 'flaky: a race'})
+        self.assertEqual((c.passed, c.failed, len(c.notes)), (1, 0, 0))
+
     def test_crashed_run_fails(self):
         c = self.convert('test_a (m.C.test_a) ... ok\n', {})
         self.assertEqual((c.passed, c.failed), (1, 1))
