@@ -24,7 +24,7 @@ busybox=/bin/busybox
 file "$busybox" 2>/dev/null | grep -q 'dynamically linked' &&
 	die "$busybox is not static: install busybox-static"
 out=$BUILD/initramfs/$kver.cpio
-inputs=$(content_hash "$ROOT/scripts/guest/init" "$busybox" "$0")
+inputs=$(content_hash "$ROOT/scripts/guest/init" "$busybox" "$0" "/lib/modules/$kver/modules.dep")
 if [ -f "$out" ] && [ "$(cat "$out.inputs" 2>/dev/null)" = "$inputs" ]; then
 	echo "$out"
 	exit 0
@@ -39,7 +39,7 @@ chmod 755 "$stage/init"
 
 if [ -d "/lib/modules/$kver" ]; then
 	# Resolve what mounting the root needs, in load order, skipping built-in modules.
-	modprobe -S "$kver" --show-depends virtio_pci 9pnet_virtio 9p 2>/dev/null |
+	modprobe -S "$kver" --show-depends -a virtio_pci 9pnet_virtio 9p |
 		awk '$1 == "insmod" { print $2 }' | awk '!seen[$0]++' >"$stage/list"
 	: >"$stage/modules/order"
 	while read -r ko; do

@@ -214,10 +214,10 @@ def judge_profile(args):
         check(used == (args.expect_swiotlb == 'used'), 'swiotlb',
               f'the profile expects swiotlb to be {args.expect_swiotlb}, but its '
               f'high-water mark is {hiwater} slots')
-    errors_file = os.path.join(d, 'guest-errors')
-    if os.path.exists(errors_file):
-        for line in read_lines(errors_file):
-            checks.fail('guest', line)
+    # The guest's own diagnoses (init and the job scripts print them on the console).
+    for line in lines:
+        if line.startswith('vmtest: error: '):
+            checks.fail('guest', line[len('vmtest: error: '):])
     leaks = os.path.join(d, 'kmemleak')
     if os.path.exists(leaks):
         n = sum(1 for line in read_lines(leaks) if line.startswith('unreferenced object'))

@@ -23,6 +23,12 @@ guest_error() {
 setup_rxe() {
 	local i msg state gid
 
+	# A kernel with modular drivers (a distribution kernel) has no udev here to load them.
+	if [ -d "/lib/modules/$(uname -r)" ]; then
+		for m in e1000e rdma_rxe ib_uverbs rdma_ucm; do
+			modprobe -q "$m" || guest_error "cannot load module $m"
+		done
+	fi
 	ip link set lo up
 	ip link set "$NETDEV" up || { guest_error "cannot bring up $NETDEV (is the NIC driver there?)"; return 1; }
 	ip addr add "$GUEST_ADDR" dev "$NETDEV" 2>/dev/null
