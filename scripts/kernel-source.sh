@@ -40,8 +40,9 @@ if [ ! -f "$SRC/.git/base-version" ] || [ "$(cat "$SRC/.git/base-version")" != "
 		# path, which would hide the whole tree (and every new file) from git.
 		sed -i '/^# Debian packaging/,$d' .gitignore
 		git init -q -b debian
-		git config user.name "kernel build"
-		git config user.email "build@localhost"
+		# Commits made here become the series: they carry this project's identity.
+		git config user.name "$(git -C "$ROOT" config user.name || echo "kernel build")"
+		git config user.email "$(git -C "$ROOT" config user.email || echo "build@localhost")"
 		git add -A
 		git commit -q \
 			-m "Debian linux-source-6.12 $have" \

@@ -56,7 +56,7 @@ if [ -d "/lib/modules/$kver" ]; then
 fi
 
 mkdir -p "$(dirname "$out")"
-(cd "$stage" && find . | LC_ALL=C sort | cpio -o -H newc --quiet) >"$out.tmp"
-mv "$out.tmp" "$out"
+(cd "$stage" && find . | LC_ALL=C sort | cpio -o -H newc --quiet) >"$out.tmp.$$"
+mv "$out.tmp.$$" "$out"
 echo "$inputs" >"$out.inputs"
 echo "$out"

@@ -28,7 +28,9 @@ SPLATS = [
     (re.compile(r'UBSAN:'), 'UBSAN report'),
     (re.compile(r'WARNING: (possible|inconsistent|suspicious|bad unlock|held lock|'
                 r'lock held|nested lock|circular)'), 'lockdep report'),
-    (re.compile(r'DMA-API: '), 'DMA API debug report'),
+    # Not the two lines dma-debug prints when it starts.
+    (re.compile(r'DMA-API: (?!preallocated \d+ debug entries|debugging enabled by kernel config)'),
+     'DMA API debug report'),
     (re.compile(r'kernel BUG at'), 'kernel BUG'),
     (re.compile(r'BUG: '), 'kernel BUG'),
     (re.compile(r'Oops: |general protection fault'), 'kernel oops'),

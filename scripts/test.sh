@@ -5,6 +5,7 @@
 # then `N passed, N failed, N skipped`. Exit status 1 when anything failed.
 #   PROFILE=name[,name]  only these profiles (default: all)
 #   KERNEL=/path/bzImage run the suites on this kernel image instead of building ours
+#   JOBS=n               VMs booted at once (default 2)
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -51,24 +52,49 @@ for p in "${profiles[@]}"; do
 	fi
 done
 
+# Build each image's initramfs now, so that VMs started side by side find it ready.
+for img in "${image[@]}"; do
+	bash "$ROOT/scripts/make-initramfs.sh" "$img" >/dev/null
+done
+
+# Boot up to JOBS VMs at once (2 by default: one per core), longest-running profiles
+# first; results are judged and printed afterwards, in the usual profile order.
+run_profile() {
+	local p=$1 out=$RESULTS/$1 start rc=0
+
+	start=$(date +%s)
+	bash "$ROOT/scripts/vm-run.sh" "$p" "${image[$(profile_var "$p" KERNEL_VARIANT normal)]}" \
+		"$out" "$ROOT/scripts/guest/run-suites.sh" || rc=$?
+	echo "$rc" >"$out/qemu-rc"
+	echo $(($(date +%s) - start)) >"$out/seconds"
+	echo "    profile $p finished in $(cat "$out/seconds") s"
+}
+jobs_max=${JOBS:-2}
+mapfile -t order < <(for p in "${profiles[@]}"; do
+	echo "$(profile_var "$p" TIMEOUT 900) $p"
+done | sort -s -k1,1nr | cut -d' ' -f2)
+info "booting ${#order[@]} profile(s), $jobs_max at a time"
+for p in "${order[@]}"; do
+	rm -rf "${RESULTS:?}/$p"
+	mkdir -p "$RESULTS/$p"
+	while [ "$(jobs -rp | wc -l)" -ge "$jobs_max" ]; do
+		wait -n || true
+	done
+	echo "    profile $p: $(profile_var "$p" DESCRIPTION)"
+	run_profile "$p" &
+done
+wait
+
 for p in "${profiles[@]}"; do
-	info "profile $p: $(profile_var "$p" DESCRIPTION)"
-	variant=$(profile_var "$p" KERNEL_VARIANT normal)
-	timeout_s=$(profile_var "$p" TIMEOUT 900)
+	out=$RESULTS/$p
 	group=$(profile_var "$p" EXPECT_IOMMU_GROUP)
 	bounce=$(profile_var "$p" EXPECT_SWIOTLB)
 	# Another kernel image makes no promise about IOMMU group types or debugfs.
-	[ -n "${KERNEL:-}" ] && group= && bounce=
-	out=$RESULTS/$p
-	rm -rf "$out"
-	mkdir -p "$out"
-	start=$(date +%s)
-	rc=0
-	bash "$ROOT/scripts/vm-run.sh" "$p" "${image[$variant]}" "$out" \
-		"$ROOT/scripts/guest/run-suites.sh" || rc=$?
+	[ -n "${KERNEL:-}" ] && group='' && bounce=''
+	info "profile $p"
 	python3 "$ROOT/scripts/results.py" profile "$p" "$out" --expect-group "$group" \
-		--expect-swiotlb "$bounce" \
-		--qemu-rc "$rc" --timeout "$timeout_s" --seconds $(($(date +%s) - start))
+		--expect-swiotlb "$bounce" --qemu-rc "$(cat "$out/qemu-rc" 2>/dev/null || echo 1)" \
+		--timeout "$(profile_var "$p" TIMEOUT 900)" --seconds "$(cat "$out/seconds" 2>/dev/null || echo 0)"
 	summaries+=("$out")
 done
 

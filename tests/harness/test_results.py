@@ -105,7 +105,10 @@ class SplatTest(unittest.TestCase):
 
     def test_clean_log(self):
         self.assertIsNone(results.find_splat(['[ 0.1] Linux version 6.12',
-                                              '[ 0.2] rdma_rxe: loaded']))
+                                              '[ 0.2] rdma_rxe: loaded',
+                                              '[ 0.3] DMA-API: preallocated 65536 debug entries',
+                                              '[ 0.3] DMA-API: debugging enabled by kernel config'
+                                              ]))
 
 
 UNITTEST_LOG = """\
