@@ -8,25 +8,15 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 profile=${PROFILE:-iommu-strict}
-require_profile "$profile"
-variant=$(profile_var "$profile" KERNEL_VARIANT normal)
-
-bash "$ROOT/scripts/deps.sh"
-if [ -n "${KERNEL:-}" ]; then
-	image=$(realpath "$KERNEL")
-else
-	bash "$ROOT/scripts/kernel-source.sh"
-	bash "$ROOT/scripts/kernel-build.sh" "$variant"
-	image=$KOBJ/$variant/arch/x86/boot/bzImage
-fi
+prepare_vm "$profile"
 
 out=$BUILD/run
 rm -rf "$out"
 mkdir -p "$out"
-info "booting $(basename "$image") with profile $profile and running the workload"
+info "booting $(basename "$IMAGE") with profile $profile and running the workload"
 start=$(date +%s)
 rc=0
-bash "$ROOT/scripts/vm-run.sh" "$profile" "$image" "$out" "$ROOT/scripts/guest/workload.sh" || rc=$?
+bash "$ROOT/scripts/vm-run.sh" "$profile" "$IMAGE" "$out" "$ROOT/scripts/guest/workload.sh" || rc=$?
 echo
 [ -f "$out/workload.txt" ] && cat "$out/workload.txt"
 echo

@@ -25,7 +25,7 @@ mkdir -p "$out"
 initrd=$(bash "$ROOT/scripts/make-initramfs.sh" "$image")
 
 # panic=-1 with -no-reboot: a panicking guest ends QEMU at once instead of hanging.
-cmdline="console=ttyS0 panic=-1 vmt_out=$out vmt_build=$BUILD $KERNEL_CMDLINE"
+cmdline="console=ttyS0 panic=-1 vmt_root=$ROOT vmt_build=$BUILD vmt_out=$out $KERNEL_CMDLINE"
 cmdline="$cmdline vmt_job=$job"
 
 # shellcheck disable=SC2206 # profile device lists are meant to split into words
@@ -41,6 +41,11 @@ qemu=(
 )
 
 if [ "$(basename "$job")" = shell.sh ]; then
+	# The serial line cannot tell the guest this terminal's size.
+	if size=$(stty size 2>/dev/null); then
+		cmdline="$cmdline vmt_rows=${size% *} vmt_cols=${size#* }"
+	fi
+	qemu[${#qemu[@]} - 1]=$cmdline
 	exec "${qemu[@]}" -chardev stdio,id=con,mux=on,signal=off,logfile="$out/console.log" \
 		-serial chardev:con -mon chardev=con,mode=readline
 fi

@@ -6,4 +6,5 @@
 
 setup_rxe && echo "vmtest: $RDMA_DEV is ready on $NETDEV (${GUEST_ADDR%/*}); try: ibv_devinfo, rdma link"
 cd "$GUEST_ROOT" || true
+[ -n "${vmt_rows:-}" ] && stty rows "$vmt_rows" cols "$vmt_cols" </dev/ttyS0
 exec setsid -c bash -l </dev/ttyS0 >/dev/ttyS0 2>&1
