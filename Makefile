@@ -5,6 +5,7 @@
 #   make shell [PROFILE=name] [KERNEL=...]           the test guest with a shell
 #   make kernel                                      build our kernel only
 #   make export-patches                              kernel commits -> kernel/patches/
+#   make check-series                                checkpatch --strict, each patch builds, W=1
 #   make clean                                       remove build/ (keeps apt packages)
 PROFILE ?=
 KERNEL ?=
@@ -27,7 +28,10 @@ kernel:
 export-patches:
 	@bash scripts/kernel-export.sh
 
+check-series:
+	@bash scripts/check-series.sh
+
 clean:
 	rm -rf build
 
-.PHONY: test run shell kernel export-patches clean
+.PHONY: test run shell kernel export-patches check-series clean

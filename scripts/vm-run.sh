@@ -35,6 +35,8 @@ qemu=(
 	-no-reboot -display none -nodefaults
 	$QEMU_DEVICES
 	-netdev user,id=n0,restrict=on -device e1000e,netdev=n0
+	# A PCI device with no driver that the dma_iova KUnit suite takes over.
+	-device edu
 	-virtfs local,path=/,mount_tag=host,security_model=none,readonly=on,multidevs=remap
 	-virtfs "local,path=$out,mount_tag=out,security_model=none"
 	-kernel "$image" -initrd "$initrd" -append "$cmdline"
