@@ -35,9 +35,19 @@ for name in "${series[@]}"; do
 	p=$PATCHES/$name
 	problems=()
 
-	if ! "$SRC/scripts/checkpatch.pl" --strict --quiet --no-summary "$p" >>"$log" 2>&1; then
+	# checkpatch asks whether MAINTAINERS needs updating for every new file;
+	# answer it: each new file must have a MAINTAINERS entry (get_maintainer.pl).
+	if ! "$SRC/scripts/checkpatch.pl" --strict --quiet --no-summary \
+		--ignore FILE_PATH_CHANGES "$p" >>"$log" 2>&1; then
 		problems+=("checkpatch --strict")
 	fi
+	for f in $(awk '/^--- \/dev\/null/ { getline; sub(/^\+\+\+ b\//, ""); print }' "$p"); do
+		[ -f "$SRC/$f" ] || continue
+		if ! (cd "$SRC" && ./scripts/get_maintainer.pl --no-git --no-rolestats -f "$f" 2>/dev/null) |
+			grep -qv 'linux-kernel@vger.kernel.org'; then
+			problems+=("no MAINTAINERS entry covers $f")
+		fi
+	done
 	if ! git -C "$tree" am -q --keep-cr "$p" >>"$log" 2>&1; then
 		git -C "$tree" am --abort >/dev/null 2>&1 || true
 		echo "  FAIL $name: does not apply (log: $log)"

@@ -48,7 +48,9 @@ fi
 
 log=$BUILD/logs/apt.log
 mkdir -p "$(dirname "$log")"
-info "installing packages: ${missing[*]:-} $KSRC_PKG"
+want_ksrc=
+[ -n "$have_ksrc" ] && dpkg --compare-versions "$have_ksrc" ge "$BASE" || want_ksrc=$KSRC_PKG
+info "installing packages: ${missing[*]:-} $want_ksrc"
 apt-get update -q >"$log" 2>&1 || { show_log_tail "$log"; die "apt-get update failed (log: $log)"; }
 
 ksrc_spec=$KSRC_PKG=$BASE
@@ -60,7 +62,8 @@ if ! apt-cache madison "$KSRC_PKG" | awk -F'|' '{gsub(/ /,"",$2); print $2}' | g
 	ksrc_spec=$KSRC_PKG=$newest
 fi
 
-if ! apt-get install -y -q --no-install-recommends "${missing[@]}" "$ksrc_spec" >>"$log" 2>&1; then
+[ -n "$want_ksrc" ] || ksrc_spec=
+if ! apt-get install -y -q --no-install-recommends "${missing[@]}" $ksrc_spec >>"$log" 2>&1; then
 	show_log_tail "$log"
 	die "apt-get install failed (log: $log)"
 fi
