@@ -37,7 +37,8 @@ for name in "${series[@]}"; do
 
 	# checkpatch asks whether MAINTAINERS needs updating for every new file;
 	# answer it: each new file must have a MAINTAINERS entry (get_maintainer.pl).
-	if ! "$SRC/scripts/checkpatch.pl" --strict --quiet --no-summary \
+	# Debian's python3 has ply for the SPDX check; another python3 on PATH may not.
+	if ! PATH=/usr/bin:$PATH "$SRC/scripts/checkpatch.pl" --strict --quiet --no-summary \
 		--ignore FILE_PATH_CHANGES "$p" >>"$log" 2>&1; then
 		problems+=("checkpatch --strict")
 	fi

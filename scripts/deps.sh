@@ -8,7 +8,7 @@ set -euo pipefail
 PACKAGES=(
 	# kernel build
 	build-essential bc bison flex libelf-dev libssl-dev cpio xz-utils kmod rsync git ccache
-	python3 python3-ply
+	python3 python3-ply python3-git
 	# the VM and its initramfs
 	qemu-system-x86 busybox-static
 	# RDMA userspace that runs inside the guest (the guest mounts this machine's root)
