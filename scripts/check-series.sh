@@ -24,7 +24,6 @@ mkdir -p "$BUILD/bisect" "$obj"
 git -C "$SRC" worktree remove --force "$tree" >/dev/null 2>&1 || rm -rf "$tree"
 git -C "$SRC" worktree prune
 git -C "$SRC" worktree add -q --detach "$tree" base
-cp "$KOBJ/normal/.config" "$obj/.config"
 export CCACHE_BASEDIR=$BUILD
 kmake() {
 	make -C "$tree" O="$obj" CC="ccache gcc" HOSTCC="ccache gcc" "$@"
@@ -55,6 +54,9 @@ for name in "${series[@]}"; do
 		failed=1
 		break
 	fi
+	# Start from the full config each time, so an option a later patch adds
+	# keeps the value base.config gives it instead of its default.
+	cp "$KOBJ/normal/.config" "$obj/.config"
 	if ! { kmake olddefconfig && kmake -j"$(nproc)" bzImage; } >>"$log" 2>&1; then
 		problems+=("build")
 	else
