@@ -20,7 +20,10 @@ rm -f "$PATCHES"/*.patch
 : >"$PATCHES/series"
 for p in "$tmp"/*.patch; do
 	[ -e "$p" ] || continue
-	cp "$p" "$PATCHES/"
+	# An empty context line is " " in git's diffs; git am and patch take it as
+	# an empty line too, and then no line of a patch ends in white space.
+	awk '/^diff --git / { d = 1 } { if (d && $0 == " ") print ""; else print }' \
+		"$p" >"$PATCHES/$(basename "$p")"
 	basename "$p" >>"$PATCHES/series"
 done
 n=$(wc -l <"$PATCHES/series")
