@@ -39,17 +39,17 @@ content_hash() {
 	done | sha256sum | cut -c1-16
 }
 
-# The profiles that exist, in the order `make test` runs them.
+# The profiles that exist: the built-in ones in this order, then any others.
+BUILTIN_PROFILES="iommu-strict iommu-lazy no-iommu swiotlb virtio-iommu debug"
 all_profiles() {
 	local p
 
-	for p in iommu-strict iommu-lazy no-iommu swiotlb virtio-iommu debug; do
+	for p in $BUILTIN_PROFILES; do
 		[ -f "$PROFILES_DIR/$p.conf" ] && echo "$p"
 	done
-	# Profiles added later that are not in the list above run last.
 	for p in "$PROFILES_DIR"/*.conf; do
 		p=$(basename "$p" .conf)
-		case " iommu-strict iommu-lazy no-iommu swiotlb virtio-iommu debug " in
+		case " $BUILTIN_PROFILES " in
 		*" $p "*) ;;
 		*) echo "$p" ;;
 		esac

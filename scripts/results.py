@@ -3,8 +3,8 @@
 """Judge the results of guest runs and print the summary lines.
 
   results.py profile NAME DIR --expect-group TYPE --qemu-rc N --timeout S --seconds S
-      Reads DIR (console.log, the TAP files the guest wrote, facts, guest-errors,
-      kmemleak, done), prints one line per suite and one for the profile, and writes
+      Reads DIR (console.log with the guest's "vmtest: error:" lines, the TAP files
+      the guest wrote, facts, kmemleak, done), prints one line per suite and one for the profile, and writes
       DIR/summary.json.
   results.py tap NAME FILE...
       Counts host-side TAP files as one suite (for suites that run on the host).

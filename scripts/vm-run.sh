@@ -24,9 +24,16 @@ command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 is missing: 
 mkdir -p "$out"
 initrd=$(bash "$ROOT/scripts/make-initramfs.sh" "$image")
 
+interactive=
+[ "$(basename "$job")" = shell.sh ] && interactive=1
+
 # panic=-1 with -no-reboot: a panicking guest ends QEMU at once instead of hanging.
-cmdline="console=ttyS0 panic=-1 vmt_root=$ROOT vmt_build=$BUILD vmt_out=$out $KERNEL_CMDLINE"
-cmdline="$cmdline vmt_job=$job"
+cmdline="console=ttyS0 panic=-1 vmt_root=$ROOT vmt_build=$BUILD vmt_out=$out vmt_job=$job"
+cmdline="$cmdline $KERNEL_CMDLINE"
+# The serial line cannot tell the guest this terminal's size.
+if [ -n "$interactive" ] && size=$(stty size 2>/dev/null); then
+	cmdline="$cmdline vmt_rows=${size% *} vmt_cols=${size#* }"
+fi
 
 # shellcheck disable=SC2206 # profile device lists are meant to split into words
 qemu=(
@@ -35,19 +42,14 @@ qemu=(
 	-no-reboot -display none -nodefaults
 	$QEMU_DEVICES
 	-netdev user,id=n0,restrict=on -device e1000e,netdev=n0
-	# A PCI device with no driver that the dma_iova KUnit suite takes over.
+	# A PCI device that only the dma_iova KUnit suite binds a driver to.
 	-device edu
 	-virtfs local,path=/,mount_tag=host,security_model=none,readonly=on,multidevs=remap
 	-virtfs "local,path=$out,mount_tag=out,security_model=none"
 	-kernel "$image" -initrd "$initrd" -append "$cmdline"
 )
 
-if [ "$(basename "$job")" = shell.sh ]; then
-	# The serial line cannot tell the guest this terminal's size.
-	if size=$(stty size 2>/dev/null); then
-		cmdline="$cmdline vmt_rows=${size% *} vmt_cols=${size#* }"
-	fi
-	qemu[${#qemu[@]} - 1]=$cmdline
+if [ -n "$interactive" ]; then
 	exec "${qemu[@]}" -chardev stdio,id=con,mux=on,signal=off,logfile="$out/console.log" \
 		-serial chardev:con -mon chardev=con,mode=readline
 fi

@@ -11,10 +11,9 @@ NETDEV=${NETDEV:-eth0}
 # Link-local only: nothing in the guest can route anywhere past the VM.
 GUEST_ADDR=${GUEST_ADDR:-169.254.10.1/16}
 
-# One line per problem that is not a single test's failure; the host counts each as a
-# failed check of the profile.
+# One line per problem that is not a single test's failure; the host reads these from
+# the console and counts each as a failed check of the profile.
 guest_error() {
-	echo "$*" >>"$OUT/guest-errors"
 	echo "vmtest: error: $*" >/dev/console
 }
 
