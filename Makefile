@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0
 # The Makefile only wires the scripts together; each script works on its own too.
 #   make test [PROFILE=a,b] [KERNEL=/path/bzImage]   every suite on every VM profile
+#             [SUITES=a,b]                         (only guest suites named like a or b)
 #   make run  [PROFILE=name] [KERNEL=...]            boot, create soft-RoCE, run the workload
 #   make shell [PROFILE=name] [KERNEL=...]           the test guest with a shell
 #   make kernel                                      build our kernel only
@@ -9,7 +10,8 @@
 #   make clean                                       remove build/ (keeps apt packages)
 PROFILE ?=
 KERNEL ?=
-export PROFILE KERNEL
+SUITES ?=
+export PROFILE KERNEL SUITES
 
 test:
 	@bash scripts/test.sh

@@ -152,9 +152,26 @@ def parse_ktap(lines):
     return suites
 
 
+# Tests that check a WARN_ON() guard print these around the call that trips it.
+EXPECT_WARN = re.compile(r'expect WARNING in (?P<func>\w+): (?P<edge>begin|end)')
+WARN_SITE = re.compile(r'WARNING: CPU: \d+ PID: \d+ at \S+ (?P<func>\w+)\+0x')
+
+
 def find_splat(lines):
+    """The first report of a kernel bug, as (what, line), or None.
+
+    A WARN from function F between "expect WARNING in F: begin" and "...: end" is the
+    expected result of a test and not a report; any other report in that window is."""
+    expected = None
     for raw in lines:
         line = TIMESTAMP.sub('', raw)
+        m = EXPECT_WARN.search(line)
+        if m:
+            expected = m['func'] if m['edge'] == 'begin' else None
+            continue
+        site = WARN_SITE.search(line)
+        if site and expected and site['func'] == expected:
+            continue
         for pattern, what in SPLATS:
             if pattern.search(line):
                 return what, line.strip()
@@ -238,7 +255,9 @@ def judge_profile(args):
         total.add(c)
     print(f'profile {args.name}: {total.line()} in {args.seconds} s '
           f'(kernel {facts.get("kernel", "?")}, IOMMU group {group}, '
-          f'swiotlb high-water {hiwater})')
+          f'swiotlb high-water {hiwater})' +
+          (f' -- only the guest suites matching SUITES={facts["suites"]} ran'
+           if 'suites' in facts else ''))
     with open(os.path.join(d, 'summary.json'), 'w') as f:
         json.dump({'passed': total.passed, 'failed': total.failed,
                    'skipped': total.skipped}, f)

@@ -30,6 +30,8 @@ interactive=
 # panic=-1 with -no-reboot: a panicking guest ends QEMU at once instead of hanging.
 cmdline="console=ttyS0 panic=-1 vmt_root=$ROOT vmt_build=$BUILD vmt_out=$out vmt_job=$job"
 cmdline="$cmdline $KERNEL_CMDLINE"
+# SUITES=a,b (a developer's shortcut): only the guest suites whose names contain a or b.
+[ -n "${SUITES:-}" ] && cmdline="$cmdline vmt_suites=$SUITES"
 # The serial line cannot tell the guest this terminal's size.
 if [ -n "$interactive" ] && size=$(stty size 2>/dev/null); then
 	cmdline="$cmdline vmt_rows=${size% *} vmt_cols=${size#* }"

@@ -103,6 +103,18 @@ class SplatTest(unittest.TestCase):
         ]:
             self.assertEqual(results.find_splat(['[ 0.0] booting', line])[0], what, line)
 
+    def test_expected_warn(self):
+        warn = '[ 5.2] WARNING: CPU: 0 PID: 1 at drivers/iommu/dma-iommu.c:9 dma_iova_link+0x2d/0x90'
+        begin = '[ 5.1] expect WARNING in dma_iova_link: begin'
+        end = '[ 5.3] expect WARNING in dma_iova_link: end'
+        self.assertIsNone(results.find_splat([begin, warn, end]))
+        # Outside the window, from another function, or another kind of report: still bugs.
+        self.assertEqual(results.find_splat([begin, end, warn])[0], 'kernel WARN')
+        other = warn.replace('dma_iova_link+', 'dma_iova_sync+')
+        self.assertEqual(results.find_splat([begin, other, end])[0], 'kernel WARN')
+        self.assertEqual(results.find_splat([begin, '[ 5.2] BUG: KASAN: use-after-free in x',
+                                             end])[0], 'KASAN report')
+
     def test_clean_log(self):
         self.assertIsNone(results.find_splat(['[ 0.1] Linux version 6.12',
                                               '[ 0.2] rdma_rxe: loaded',
