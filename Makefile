@@ -4,6 +4,7 @@
 #             [SUITES=a,b]                         (only guest suites named like a or b)
 #   make run  [PROFILE=name] [KERNEL=...]            boot, create soft-RoCE, run the workload
 #   make shell [PROFILE=name] [KERNEL=...]           the test guest with a shell
+#   make bench [PROFILE=a,b] [KERNEL=...]            benchmark tables (BENCH_SECONDS=n)
 #   make kernel                                      build our kernel only
 #   make export-patches                              kernel commits -> kernel/patches/
 #   make check-series                                checkpatch --strict, each patch builds, W=1
@@ -11,10 +12,14 @@
 PROFILE ?=
 KERNEL ?=
 SUITES ?=
-export PROFILE KERNEL SUITES
+BENCH_SECONDS ?=
+export PROFILE KERNEL SUITES BENCH_SECONDS
 
 test:
 	@bash scripts/test.sh
+
+bench:
+	@bash scripts/bench.sh
 
 run:
 	@bash scripts/run.sh
@@ -36,4 +41,4 @@ check-series:
 clean:
 	rm -rf build
 
-.PHONY: test run shell kernel export-patches check-series clean
+.PHONY: test bench run shell kernel export-patches check-series clean

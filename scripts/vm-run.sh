@@ -32,6 +32,7 @@ cmdline="console=ttyS0 panic=-1 vmt_root=$ROOT vmt_build=$BUILD vmt_out=$out vmt
 cmdline="$cmdline $KERNEL_CMDLINE"
 # SUITES=a,b (a developer's shortcut): only the guest suites whose names contain a or b.
 [ -n "${SUITES:-}" ] && cmdline="$cmdline vmt_suites=$SUITES"
+[ -n "${BENCH_SECONDS:-}" ] && cmdline="$cmdline vmt_bench_seconds=$BENCH_SECONDS"
 # The serial line cannot tell the guest this terminal's size.
 if [ -n "$interactive" ] && size=$(stty size 2>/dev/null); then
 	cmdline="$cmdline vmt_rows=${size% *} vmt_cols=${size#* }"
