@@ -55,8 +55,26 @@ def dma_map_section(runs):
     print()
 
 
+def hmm_dma_section(runs):
+    """runs: [(profile, rows of 20-hmm-dma.csv)]"""
+    print('HMM DMA helpers: mapping a faulted run of pages, in ns per page (test_hmm DMA mode')
+    print('on the edu device). "single": hmm_dma_map_pfn() per page, one IOTLB sync each;')
+    print('"run": one hmm_dma_map_pfns() for the run, one sync. "ratio" = single / run.')
+    print()
+    head = f'{"profile":<14}{"pages":>6}{"single":>10}{"run":>10}{"ratio":>8}'
+    print(head)
+    print('-' * len(head))
+    for profile, rows in runs:
+        for r in rows:
+            single, run = float(r['single_ns_per_page']), float(r['run_ns_per_page'])
+            print(f'{profile:<14}{int(r["pages"]):>6}{single:>10.1f}{run:>10.1f}'
+                  f'{ratio(single, run):>8}')
+    print()
+
+
 SECTIONS = [
     ('10-dma-map.csv', dma_map_section),
+    ('20-hmm-dma.csv', hmm_dma_section),
 ]
 
 

@@ -75,19 +75,20 @@ require_profile() {
 
 # Get ready to boot one profile: check it exists, install what is missing, and set IMAGE
 # to the kernel it boots: KERNEL= when given, else our kernel of the profile's variant,
-# unpacked, patched and built as needed.
+# built as needed. The patched source is unpacked either way.
 prepare_vm() {
 	local profile=$1 variant
 
 	require_profile "$profile"
 	bash "$ROOT/scripts/deps.sh"
+	# Also for another kernel: the guest runs the selftests of our source.
+	bash "$ROOT/scripts/kernel-source.sh"
 	if [ -n "${KERNEL:-}" ]; then
 		[ -f "$KERNEL" ] || die "KERNEL=$KERNEL does not exist"
 		IMAGE=$(realpath "$KERNEL")
 		return
 	fi
 	variant=$(profile_var "$profile" KERNEL_VARIANT normal)
-	bash "$ROOT/scripts/kernel-source.sh"
 	bash "$ROOT/scripts/kernel-build.sh" "$variant"
 	IMAGE=$KOBJ/$variant/arch/x86/boot/bzImage
 }

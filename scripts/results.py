@@ -38,6 +38,9 @@ SPLATS = [
     (re.compile(r'INFO: task .* blocked for more than'), 'hung task'),
     (re.compile(r'rcu: INFO: .* detected stalls'), 'RCU stall'),
     (re.compile(r'kmemleak: \d+ new suspected memory leaks'), 'kmemleak report'),
+    # A device used a DMA address the IOMMU had no mapping for (intel-iommu, virtio-iommu).
+    (re.compile(r'DMAR: \[DMA (Read|Write)|DMAR: DRHD: handling fault'), 'IOMMU fault'),
+    (re.compile(r'fault from EP \d+'), 'IOMMU fault'),
 ]
 
 TAP_LINE = re.compile(r'^(?P<ok>ok|not ok)\b\s*(?P<num>\d+)?\s*(?:-\s*)?(?P<desc>[^#]*?)'

@@ -24,6 +24,8 @@ if [ -n "${KERNEL:-}" ]; then
 fi
 
 bash "$ROOT/scripts/deps.sh"
+# The source also gives the guest the kernel's own selftests, whichever kernel runs.
+bash "$ROOT/scripts/kernel-source.sh"
 bash "$ROOT/scripts/build-userspace.sh"
 bash "$ROOT/scripts/rdma-core-tests.sh"
 
@@ -45,8 +47,6 @@ for p in "${profiles[@]}"; do
 	if [ -n "${KERNEL:-}" ]; then
 		image[$variant]=$KERNEL
 	elif [ -z "${image[$variant]:-}" ]; then
-		[ -n "${source_ready:-}" ] || bash "$ROOT/scripts/kernel-source.sh"
-		source_ready=1
 		bash "$ROOT/scripts/kernel-build.sh" "$variant"
 		image[$variant]=$KOBJ/$variant/arch/x86/boot/bzImage
 	fi

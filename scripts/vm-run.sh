@@ -45,8 +45,10 @@ qemu=(
 	-no-reboot -display none -nodefaults
 	$QEMU_DEVICES
 	-netdev user,id=n0,restrict=on -device e1000e,netdev=n0
-	# A PCI device that only the dma_iova KUnit suite binds a driver to.
-	-device edu
+	# A PCI device with a DMA engine for the tests: the dma_iova and hmm_dma KUnit
+	# suites, the DMA map benchmark and the test_hmm DMA mode bind drivers to it in
+	# turn. 64-bit DMA addresses: QEMU clamps them to this mask (default 28 bits).
+	-device edu,dma_mask=0xffffffffffffffff
 	-virtfs local,path=/,mount_tag=host,security_model=none,readonly=on,multidevs=remap
 	-virtfs "local,path=$out,mount_tag=out,security_model=none"
 	-kernel "$image" -initrd "$initrd" -append "$cmdline"

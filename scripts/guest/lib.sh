@@ -67,3 +67,41 @@ teardown_rxe() {
 	fi
 	ip link set "$NETDEV" down 2>/dev/null
 }
+
+# QEMU's edu device (1234:11e8): its PCI address, empty when the VM has none.
+edu_address() {
+	local d
+	for d in /sys/bus/pci/devices/*; do
+		if [ "$(cat "$d/vendor")" = 0x1234 ] && [ "$(cat "$d/device")" = 0x11e8 ]; then
+			basename "$d"
+			return
+		fi
+	done
+}
+
+# Bind edu to driver $1 (through driver_override: the test drivers have no ID table).
+# Prints the device's address; fails with a message when it cannot.
+bind_edu() {
+	local drv=$1 edu
+	edu=$(edu_address)
+	[ -n "$edu" ] || { echo "no QEMU edu device (1234:11e8) in this VM" >&2; return 1; }
+	[ -d "/sys/bus/pci/drivers/$drv" ] ||
+		{ echo "no PCI driver $drv in this kernel" >&2; return 1; }
+	[ -e "/sys/bus/pci/devices/$edu/driver" ] &&
+		echo "$edu" >"/sys/bus/pci/devices/$edu/driver/unbind"
+	echo "$drv" >"/sys/bus/pci/devices/$edu/driver_override"
+	echo "$edu" >/sys/bus/pci/drivers_probe
+	[ -e "/sys/bus/pci/drivers/$drv/$edu" ] ||
+		{ echo "$drv did not bind to $edu (see the kernel log)" >&2; return 1; }
+	echo "$edu"
+}
+
+# Undo bind_edu.
+release_edu() {
+	local edu
+	edu=$(edu_address)
+	[ -n "$edu" ] || return 0
+	[ -e "/sys/bus/pci/devices/$edu/driver" ] &&
+		echo "$edu" >"/sys/bus/pci/devices/$edu/driver/unbind"
+	echo >"/sys/bus/pci/devices/$edu/driver_override"
+}

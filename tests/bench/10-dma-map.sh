@@ -9,19 +9,10 @@ set -u
 tool=$BUILD/bench/bin/dma_map_benchmark
 seconds=${BENCH_SECONDS:-3}
 
-edu=
-for d in /sys/bus/pci/devices/*; do
-	if [ "$(cat "$d/vendor")" = 0x1234 ] && [ "$(cat "$d/device")" = 0x11e8 ]; then
-		edu=$(basename "$d")
-	fi
-done
-[ -n "$edu" ] || { echo "no QEMU edu device (1234:11e8) in this VM" >&2; exit 1; }
-[ -e "/sys/bus/pci/devices/$edu/driver" ] &&
-	echo "$edu" >"/sys/bus/pci/devices/$edu/driver/unbind"
-echo dma_map_benchmark >"/sys/bus/pci/devices/$edu/driver_override"
-echo "$edu" >/sys/bus/pci/drivers_probe
+. "$GUEST_ROOT/scripts/guest/lib.sh"
+bind_edu dma_map_benchmark >/dev/null || exit 1
 [ -e /sys/kernel/debug/dma_map_benchmark ] ||
-	{ echo "dma_map_benchmark did not bind to $edu (CONFIG_DMA_MAP_BENCHMARK?)" >&2; exit 1; }
+	{ echo "dma_map_benchmark bound but made no debugfs file" >&2; exit 1; }
 
 csv=$OUT/10-dma-map.csv
 echo "pages,mode,loops,map_ns_per_page,unmap_ns_per_page" >"$csv"
@@ -38,5 +29,5 @@ for pages in 1 16 64 512; do
 		echo "$res" | sed -n 's/^mode:\([a-z-]*\) loops:\([0-9]*\) average per page(ns): map:\([0-9.]*\) unmap:\([0-9.]*\)$/'"$pages"',\1,\2,\3,\4/p' >>"$csv"
 	done
 done
-echo "$edu" >/sys/bus/pci/drivers/dma_map_benchmark/unbind
+release_edu
 exit $rc

@@ -100,6 +100,10 @@ class SplatTest(unittest.TestCase):
             ('[ 5.1] Oops: 0000 [#1] PREEMPT SMP', 'kernel oops'),
             ('[ 5.1] e1000e 0000:00:02.0: DMA-API: device driver frees DMA memory',
              'DMA API debug report'),
+            ('[ 5.1] DMAR: [DMA Read NO_PASID] Request device [00:03.0] fault addr 0x1000',
+             'IOMMU fault'),
+            ('[ 5.1] virtio_iommu virtio0: unmapped fault from EP 24 at 0x1000 [R]',
+             'IOMMU fault'),
         ]:
             self.assertEqual(results.find_splat(['[ 0.0] booting', line])[0], what, line)
 

@@ -1,0 +1,39 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0
+# The kernel's hmm-tests selftest (built on the host from our source into
+# $BUILD/tests/hmm), with the DMA-mode cases of the series: QEMU's edu device is bound
+# to test_hmm's "test_hmm_dma" driver so that a real device moves the data through the
+# IOMMU. Writes hmm.tap.
+. "$GUEST_ROOT/scripts/guest/lib.sh"
+tap=$OUT/hmm.tap
+bin=$BUILD/tests/hmm/hmm-tests
+if [ ! -x "$bin" ]; then
+	printf '1..1\nnot ok 1 - hmm-tests not built in %s (scripts/build-userspace.sh)\n' "$bin" >"$tap"
+	exit 0
+fi
+if [ ! -e /dev/hmm_dmirror0 ]; then
+	printf '1..0 # SKIP this kernel has no HMM test driver (CONFIG_TEST_HMM)\n' >"$tap"
+	exit 0
+fi
+# Our kernel has the DMA mode: not binding is an error. Another kernel has no
+# test_hmm_dma driver, and the DMA-mode cases skip saying so.
+if [ -d /sys/bus/pci/drivers/test_hmm_dma ]; then
+	msg=$(bind_edu test_hmm_dma 2>&1 >/dev/null) ||
+		guest_error "cannot give test_hmm a DMA device, its DMA-mode cases will skip: $msg"
+fi
+
+# THP "always" (our kernel's default) backs the test buffers with large folios, and
+# 6.12's make_device_exclusive_range() cannot make a page of a large folio exclusive
+# (the exclusive* cases get EBUSY; upstream fixed it in 6.15 by splitting the folio).
+# The selftest asks for huge pages with MADV_HUGEPAGE where it wants them.
+thp=/sys/kernel/mm/transparent_hugepage/enabled
+thp_was=$(sed -n 's/.*\[\(.*\)\].*/\1/p' "$thp" 2>/dev/null)
+[ -w "$thp" ] && echo madvise >"$thp"
+
+# The selftest creates files in /tmp (a tmpfs in the guest).
+cd /tmp || exit 1
+timeout -k 10 600 "$bin" >"$tap" 2>"$OUT/hmm.err"
+[ $? -eq 124 ] && echo "not ok - hmm-tests timed out after 600 s" >>"$tap"
+[ -n "$thp_was" ] && echo "$thp_was" >"$thp"
+release_edu
+exit 0
