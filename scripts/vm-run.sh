@@ -45,10 +45,17 @@ qemu=(
 	-no-reboot -display none -nodefaults
 	$QEMU_DEVICES
 	-netdev user,id=n0,restrict=on -device e1000e,netdev=n0
-	# A PCI device with a DMA engine for the tests: the dma_iova and hmm_dma KUnit
-	# suites, the DMA map benchmark and the test_hmm DMA mode bind drivers to it in
-	# turn. 64-bit DMA addresses: QEMU clamps them to this mask (default 28 bits).
-	-device edu,dma_mask=0xffffffffffffffff
+	# A PCIe switch with two devices under it, for P2P DMA: an NVMe controller whose
+	# memory buffer the kernel publishes as P2P memory (no namespace, no disk), and
+	# edu, a device with a DMA engine. The dma_iova and hmm_dma KUnit suites, the DMA
+	# map benchmark and the test_hmm DMA mode bind drivers to edu in turn. edu gets
+	# 64-bit DMA addresses: QEMU clamps them to this mask (default 28 bits).
+	-device pcie-root-port,id=rp1,bus=pcie.0,chassis=1
+	-device x3130-upstream,id=sw0,bus=rp1
+	-device xio3130-downstream,id=dp1,bus=sw0,chassis=2,slot=1
+	-device xio3130-downstream,id=dp2,bus=sw0,chassis=3,slot=2
+	-device nvme,serial=p2pmem0,cmb_size_mb=16,bus=dp1
+	-device edu,dma_mask=0xffffffffffffffff,bus=dp2
 	-virtfs local,path=/,mount_tag=host,security_model=none,readonly=on,multidevs=remap
 	-virtfs "local,path=$out,mount_tag=out,security_model=none"
 	-kernel "$image" -initrd "$initrd" -append "$cmdline"
