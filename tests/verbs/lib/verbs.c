@@ -159,6 +159,12 @@ static int qp_to_rts(struct ibv_qp *qp, uint32_t remote_qpn, const struct vt_loo
 int vt_loopback_create(struct vt_loopback *lb, struct ibv_context *ctx,
 		       const struct vt_options *opt)
 {
+	return vt_loopback_create_on(lb, ctx, opt, NULL);
+}
+
+int vt_loopback_create_on(struct vt_loopback *lb, struct ibv_context *ctx,
+			  const struct vt_options *opt, struct ibv_pd *pd)
+{
 	struct ibv_qp_init_attr init = {
 		.qp_type = IBV_QPT_RC,
 		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 4,
@@ -176,10 +182,14 @@ int vt_loopback_create(struct vt_loopback *lb, struct ibv_context *ctx,
 			lb->gid_index, strerror(errno));
 		return -1;
 	}
-	lb->pd = ibv_alloc_pd(ctx);
+	lb->pd = pd;
 	if (!lb->pd) {
-		fprintf(stderr, "ibv_alloc_pd: %s\n", strerror(errno));
-		goto err;
+		lb->pd = ibv_alloc_pd(ctx);
+		if (!lb->pd) {
+			fprintf(stderr, "ibv_alloc_pd: %s\n", strerror(errno));
+			goto err;
+		}
+		lb->own_pd = true;
 	}
 	lb->send_cq = ibv_create_cq(ctx, VT_CQ_DEPTH, NULL, NULL, 0);
 	lb->recv_cq = ibv_create_cq(ctx, VT_CQ_DEPTH, NULL, NULL, 0);
@@ -216,7 +226,7 @@ void vt_loopback_destroy(struct vt_loopback *lb)
 		fprintf(stderr, "ibv_destroy_cq: %s\n", strerror(errno));
 	if (lb->recv_cq && ibv_destroy_cq(lb->recv_cq))
 		fprintf(stderr, "ibv_destroy_cq: %s\n", strerror(errno));
-	if (lb->pd && ibv_dealloc_pd(lb->pd))
+	if (lb->pd && lb->own_pd && ibv_dealloc_pd(lb->pd))
 		fprintf(stderr, "ibv_dealloc_pd: %s\n", strerror(errno));
 	memset(lb->qp, 0, sizeof(lb->qp));
 	lb->send_cq = NULL;
@@ -250,7 +260,8 @@ int vt_poll_one(struct ibv_cq *cq, struct ibv_wc *wc, int timeout_ms)
 	return -1;
 }
 
-int vt_post_send_wait(struct vt_loopback *lb, struct ibv_qp *qp, struct ibv_send_wr *wr)
+int vt_post_send_status(struct vt_loopback *lb, struct ibv_qp *qp, struct ibv_send_wr *wr,
+			enum ibv_wc_status *status)
 {
 	struct ibv_send_wr *bad;
 	struct ibv_wc wc;
@@ -264,10 +275,24 @@ int vt_post_send_wait(struct vt_loopback *lb, struct ibv_qp *qp, struct ibv_send
 	}
 	if (vt_poll_one(lb->send_cq, &wc, 5000))
 		return -1;
-	if (wc.status != IBV_WC_SUCCESS || wc.wr_id != wr->wr_id) {
-		fprintf(stderr, "completion of wr_id %llu: %s (wr_id %llu)\n",
-			(unsigned long long)wr->wr_id, ibv_wc_status_str(wc.status),
-			(unsigned long long)wc.wr_id);
+	if (wc.wr_id != wr->wr_id) {
+		fprintf(stderr, "completion of wr_id %llu instead of %llu\n",
+			(unsigned long long)wc.wr_id, (unsigned long long)wr->wr_id);
+		return -1;
+	}
+	*status = wc.status;
+	return 0;
+}
+
+int vt_post_send_wait(struct vt_loopback *lb, struct ibv_qp *qp, struct ibv_send_wr *wr)
+{
+	enum ibv_wc_status status;
+
+	if (vt_post_send_status(lb, qp, wr, &status))
+		return -1;
+	if (status != IBV_WC_SUCCESS) {
+		fprintf(stderr, "completion of wr_id %llu: %s\n",
+			(unsigned long long)wr->wr_id, ibv_wc_status_str(status));
 		return -1;
 	}
 	return 0;

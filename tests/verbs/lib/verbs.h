@@ -9,6 +9,7 @@
 #define VT_VERBS_H
 
 #include <infiniband/verbs.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -33,10 +34,14 @@ struct vt_loopback {
 	union ibv_gid gid;
 	uint8_t port;
 	int gid_index;
+	bool own_pd;		/* pd was allocated by vt_loopback_create */
 };
 
 int vt_loopback_create(struct vt_loopback *lb, struct ibv_context *ctx,
 		       const struct vt_options *opt);
+/* The same on an existing PD, which vt_loopback_destroy() then leaves alone. */
+int vt_loopback_create_on(struct vt_loopback *lb, struct ibv_context *ctx,
+			  const struct vt_options *opt, struct ibv_pd *pd);
 void vt_loopback_destroy(struct vt_loopback *lb);
 
 /* Wait up to timeout_ms for one completion on cq. 0 on success, -1 on error or timeout. */
@@ -47,6 +52,13 @@ int vt_poll_one(struct ibv_cq *cq, struct ibv_wc *wc, int timeout_ms);
  * IBV_WC_SUCCESS.
  */
 int vt_post_send_wait(struct vt_loopback *lb, struct ibv_qp *qp, struct ibv_send_wr *wr);
+
+/*
+ * Post wr on qp and wait for its completion on the send CQ, whatever its status:
+ * 0 with *status set, or -1 when posting failed or nothing completed.
+ */
+int vt_post_send_status(struct vt_loopback *lb, struct ibv_qp *qp, struct ibv_send_wr *wr,
+			enum ibv_wc_status *status);
 
 /* Fill len bytes with a pattern that depends on seed and position. */
 void vt_fill(void *buf, size_t len, unsigned int seed);

@@ -1,0 +1,636 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * On-Demand Paging memory regions: registered without pinning, faulted by the device
+ * on first access and after every invalidation. RC traffic between two QPs of one
+ * device, with every byte checked:
+ *  - first touch on both sides, for SEND/RECV, RDMA WRITE, RDMA READ and atomics,
+ *    aligned, unaligned and page-spanning;
+ *  - munmap + mmap, MADV_DONTNEED, mprotect, mremap and fork (copy-on-write) on the
+ *    buffers between operations;
+ *  - a 64 GiB sparse MR touched in a few places;
+ *  - one thread invalidating (mprotect, fork) while others run traffic, for a bounded
+ *    time;
+ *  - bad requests: clean errors, no kernel report (the harness checks the log).
+ * Without ODP on the device every check is skipped with that reason.
+ */
+#include "lib/tap.h"
+#include "lib/verbs.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NPAGES		16
+#define SPARSE_SIZE	(64ULL << 30)
+#define STRESS_MS	4000
+#define STRESS_THREADS	2
+
+#define ODP_ACCESS (IBV_ACCESS_ON_DEMAND | IBV_ACCESS_LOCAL_WRITE | \
+		    IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
+		    IBV_ACCESS_REMOTE_ATOMIC)
+
+static size_t page_size, buf_size;
+static struct vt_options opt;
+static struct ibv_context *ctx;
+
+/* An anonymous buffer the CPU has not touched, registered as an ODP MR. */
+struct odp_buf {
+	unsigned char *p;
+	size_t size;
+	struct ibv_mr *mr;
+};
+
+static unsigned char *map_anon(size_t size, int prot, int flags)
+{
+	void *p = mmap(NULL, size, prot, MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
+
+	if (p == MAP_FAILED) {
+		tap_diag("mmap(%zu bytes): %s", size, strerror(errno));
+		return NULL;
+	}
+	return p;
+}
+
+static bool odp_buf_init(struct odp_buf *b, struct ibv_pd *pd, size_t size, int flags,
+			 int access)
+{
+	memset(b, 0, sizeof(*b));
+	b->size = size;
+	b->p = map_anon(size, PROT_READ | PROT_WRITE, flags);
+	if (!b->p)
+		return false;
+	b->mr = ibv_reg_mr(pd, b->p, size, access);
+	if (!b->mr) {
+		tap_diag("ibv_reg_mr(%zu bytes, ODP): %s", size, strerror(errno));
+		munmap(b->p, size);
+		b->p = NULL;
+		return false;
+	}
+	return true;
+}
+
+static void odp_buf_fini(struct odp_buf *b)
+{
+	if (b->mr && ibv_dereg_mr(b->mr))
+		tap_diag("ibv_dereg_mr: %s", strerror(errno));
+	if (b->p)
+		munmap(b->p, b->size);
+	memset(b, 0, sizeof(*b));
+}
+
+/* RDMA WRITE or READ of len bytes between src+soff (qp0 side) and dst+doff. */
+static int rdma(struct vt_loopback *lb, struct odp_buf *src, size_t soff,
+		struct odp_buf *dst, size_t doff, size_t len, enum ibv_wr_opcode op,
+		enum ibv_wc_status *status)
+{
+	struct ibv_sge sge;
+	struct ibv_send_wr wr = { .wr_id = 7, .sg_list = &sge, .num_sge = 1, .opcode = op };
+	struct ibv_qp *qp;
+
+	if (op == IBV_WR_RDMA_WRITE) {
+		sge = (struct ibv_sge){ (uintptr_t)src->p + soff, (uint32_t)len, src->mr->lkey };
+		wr.wr.rdma.remote_addr = (uintptr_t)dst->p + doff;
+		wr.wr.rdma.rkey = dst->mr->rkey;
+		qp = lb->qp[0];
+	} else {
+		sge = (struct ibv_sge){ (uintptr_t)dst->p + doff, (uint32_t)len, dst->mr->lkey };
+		wr.wr.rdma.remote_addr = (uintptr_t)src->p + soff;
+		wr.wr.rdma.rkey = src->mr->rkey;
+		qp = lb->qp[1];
+	}
+	return vt_post_send_status(lb, qp, &wr, status);
+}
+
+static bool rdma_ok(struct vt_loopback *lb, struct odp_buf *src, size_t soff,
+		    struct odp_buf *dst, size_t doff, size_t len, enum ibv_wr_opcode op)
+{
+	enum ibv_wc_status status;
+
+	if (rdma(lb, src, soff, dst, doff, len, op, &status))
+		return false;
+	if (status != IBV_WC_SUCCESS) {
+		tap_diag("%s of %zu bytes: %s", op == IBV_WR_RDMA_WRITE ? "RDMA WRITE" :
+			 "RDMA READ", len, ibv_wc_status_str(status));
+		return false;
+	}
+	return true;
+}
+
+static bool send_ok(struct vt_loopback *lb, struct odp_buf *src, size_t soff,
+		    struct odp_buf *dst, size_t doff, size_t len)
+{
+	struct ibv_sge rsge = { (uintptr_t)dst->p + doff, (uint32_t)len, dst->mr->lkey };
+	struct ibv_sge ssge = { (uintptr_t)src->p + soff, (uint32_t)len, src->mr->lkey };
+	struct ibv_recv_wr rwr = { .wr_id = 1, .sg_list = &rsge, .num_sge = 1 }, *rbad;
+	struct ibv_send_wr swr = { .wr_id = 2, .sg_list = &ssge, .num_sge = 1,
+				   .opcode = IBV_WR_SEND };
+	struct ibv_wc wc;
+	int ret;
+
+	ret = ibv_post_recv(lb->qp[1], &rwr, &rbad);
+	if (ret) {
+		tap_diag("ibv_post_recv: %s", strerror(ret));
+		return false;
+	}
+	if (vt_post_send_wait(lb, lb->qp[0], &swr) || vt_poll_one(lb->recv_cq, &wc, 5000))
+		return false;
+	if (wc.status != IBV_WC_SUCCESS || wc.byte_len != len) {
+		tap_diag("receive: %s, %u bytes of %zu", ibv_wc_status_str(wc.status),
+			 wc.byte_len, len);
+		return false;
+	}
+	return true;
+}
+
+/* dst[doff, +len) == src[soff, +len) and the rest of dst is zero (never written). */
+static bool same(const struct odp_buf *src, size_t soff, const struct odp_buf *dst,
+		 size_t doff, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		if (dst->p[doff + i] != src->p[soff + i]) {
+			tap_diag("byte %zu of %zu differs", i, len);
+			return false;
+		}
+	}
+	return true;
+}
+
+static bool zero_outside(const struct odp_buf *b, size_t off, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < b->size; i++) {
+		if ((i < off || i >= off + len) && b->p[i]) {
+			tap_diag("byte %zu outside the transfer was written", i);
+			return false;
+		}
+	}
+	return true;
+}
+
+static const struct {
+	size_t soff, doff, len;
+	const char *what;
+} shapes[] = {
+	{ 0, 0, 4096, "one aligned page" },
+	{ 7, 13, 5000, "unaligned, across a page boundary" },
+	{ 4095, 1, 3 * 4096 + 2, "from the last byte of a page over five pages" },
+	{ 0, 0, NPAGES * 4096, "the whole buffer" },
+};
+#define NSHAPES (sizeof(shapes) / sizeof(shapes[0]))
+
+/* First touch: the destination is untouched; the source only by the CPU's fill. */
+static void test_first_touch(struct vt_loopback *lb)
+{
+	static const struct {
+		enum ibv_wr_opcode op;
+		const char *name;
+	} ops[] = {
+		{ IBV_WR_SEND, "SEND/RECV" },
+		{ IBV_WR_RDMA_WRITE, "RDMA WRITE" },
+		{ IBV_WR_RDMA_READ, "RDMA READ" },
+	};
+	struct odp_buf src, dst;
+	unsigned int o, s;
+	bool ok;
+
+	for (o = 0; o < 3; o++) {
+		for (s = 0; s < NSHAPES; s++) {
+			ok = odp_buf_init(&src, lb->pd, buf_size, 0, ODP_ACCESS) &&
+			     odp_buf_init(&dst, lb->pd, buf_size, 0, ODP_ACCESS);
+			if (ok) {
+				vt_fill(src.p, buf_size, o * 10 + s + 1);
+				if (ops[o].op == IBV_WR_SEND)
+					ok = send_ok(lb, &src, shapes[s].soff, &dst,
+						     shapes[s].doff, shapes[s].len);
+				else
+					ok = rdma_ok(lb, &src, shapes[s].soff, &dst,
+						     shapes[s].doff, shapes[s].len, ops[o].op);
+				ok = ok && same(&src, shapes[s].soff, &dst, shapes[s].doff,
+						shapes[s].len) &&
+				     zero_outside(&dst, shapes[s].doff, shapes[s].len);
+			}
+			tap_ok(ok, "first touch, %s: %s (%zu bytes)", ops[o].name,
+			       shapes[s].what, shapes[s].len);
+			odp_buf_fini(&src);
+			odp_buf_fini(&dst);
+		}
+	}
+}
+
+/* Transfer the whole of src to dst with op and check it. */
+static bool round_trip(struct vt_loopback *lb, struct odp_buf *src, struct odp_buf *dst,
+		       enum ibv_wr_opcode op)
+{
+	return rdma_ok(lb, src, 0, dst, 0, src->size, op) && same(src, 0, dst, 0, src->size);
+}
+
+/* What happens to the buffers between operations must be seen by the next one. */
+static void test_invalidations(struct vt_loopback *lb)
+{
+	struct odp_buf src, dst;
+	unsigned char *p;
+	bool ok;
+	pid_t pid;
+	int status;
+
+	if (!odp_buf_init(&src, lb->pd, buf_size, 0, ODP_ACCESS) ||
+	    !odp_buf_init(&dst, lb->pd, buf_size, 0, ODP_ACCESS)) {
+		tap_bail("cannot register ODP MRs");
+	}
+
+	vt_fill(src.p, buf_size, 41);
+	tap_ok(round_trip(lb, &src, &dst, IBV_WR_RDMA_WRITE), "RDMA WRITE before any change");
+
+	/* munmap and a new mapping in the same place: the device sees the new pages. */
+	ok = munmap(src.p + 2 * page_size, 4 * page_size) == 0;
+	p = mmap(src.p + 2 * page_size, 4 * page_size, PROT_READ | PROT_WRITE,
+		 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+	ok = ok && p == src.p + 2 * page_size;
+	if (ok)
+		vt_fill(p, 4 * page_size, 42);
+	tap_ok(ok && round_trip(lb, &src, &dst, IBV_WR_RDMA_WRITE),
+	       "munmap + mmap of the source: RDMA WRITE sends the new pages");
+
+	ok = madvise(dst.p, buf_size, MADV_DONTNEED) == 0;
+	tap_ok(ok && round_trip(lb, &src, &dst, IBV_WR_RDMA_READ),
+	       "MADV_DONTNEED on the destination: RDMA READ refills it");
+
+	ok = madvise(src.p, buf_size, MADV_DONTNEED) == 0;
+	memset(dst.p, 0xff, buf_size);
+	ok = ok && rdma_ok(lb, &src, 0, &dst, 0, buf_size, IBV_WR_RDMA_WRITE);
+	ok = ok && zero_outside(&dst, 0, 0);
+	tap_ok(ok, "MADV_DONTNEED on the source: the device reads zero pages");
+
+	vt_fill(src.p, buf_size, 43);
+	ok = mprotect(src.p, buf_size, PROT_READ) == 0;
+	ok = ok && round_trip(lb, &src, &dst, IBV_WR_RDMA_WRITE);
+	ok = ok && mprotect(src.p, buf_size, PROT_READ | PROT_WRITE) == 0;
+	tap_ok(ok, "mprotect(PROT_READ) on the source: still read by the device");
+
+	/* mremap another mapping over the destination: its pages, not the old ones. */
+	p = map_anon(buf_size, PROT_READ | PROT_WRITE, 0);
+	ok = p != NULL;
+	if (ok) {
+		memset(p, 0x5a, buf_size);
+		ok = mremap(p, buf_size, buf_size, MREMAP_MAYMOVE | MREMAP_FIXED, dst.p) ==
+		     dst.p;
+	}
+	ok = ok && dst.p[0] == 0x5a && round_trip(lb, &src, &dst, IBV_WR_RDMA_WRITE);
+	tap_ok(ok, "mremap over the destination: the device writes the moved-in pages");
+
+	/* fork: COW-protected pages; a device write lands in the parent only. */
+	vt_fill(dst.p, buf_size, 44);
+	pid = fork();
+	if (pid == 0)
+		_exit(vt_check(dst.p, buf_size, 44) == -1 ? 0 : 1);
+	ok = pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
+	     WEXITSTATUS(status) == 0;
+	vt_fill(src.p, buf_size, 45);
+	ok = ok && round_trip(lb, &src, &dst, IBV_WR_RDMA_WRITE);
+	ok = ok && round_trip(lb, &dst, &src, IBV_WR_RDMA_READ);
+	tap_ok(ok, "fork (copy-on-write): the parent's WRITE and READ see its own pages");
+
+	odp_buf_fini(&src);
+	odp_buf_fini(&dst);
+}
+
+static bool atomic_op(struct vt_loopback *lb, struct odp_buf *target, size_t off,
+		      enum ibv_wr_opcode op, uint64_t compare_add, uint64_t swap,
+		      struct odp_buf *result, enum ibv_wc_status *status)
+{
+	struct ibv_sge sge = { (uintptr_t)result->p, 8, result->mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 9, .sg_list = &sge, .num_sge = 1, .opcode = op };
+
+	wr.wr.atomic.remote_addr = (uintptr_t)target->p + off;
+	wr.wr.atomic.rkey = target->mr->rkey;
+	wr.wr.atomic.compare_add = compare_add;
+	wr.wr.atomic.swap = swap;
+	return vt_post_send_status(lb, lb->qp[0], &wr, status) == 0;
+}
+
+static void test_atomics(struct vt_loopback *lb)
+{
+	enum ibv_wc_status status;
+	struct odp_buf target, result;
+	uint64_t v;
+	bool ok;
+
+	ok = odp_buf_init(&target, lb->pd, buf_size, 0, ODP_ACCESS) &&
+	     odp_buf_init(&result, lb->pd, page_size, 0, ODP_ACCESS);
+	if (!ok)
+		tap_bail("cannot register ODP MRs");
+
+	/* Untouched: the responder faults in a zero page for writing. */
+	ok = atomic_op(lb, &target, 3 * page_size + 8, IBV_WR_ATOMIC_FETCH_AND_ADD, 5, 0,
+		       &result, &status) && status == IBV_WC_SUCCESS;
+	memcpy(&v, result.p, 8);
+	ok = ok && v == 0;
+	memcpy(&v, target.p + 3 * page_size + 8, 8);
+	tap_ok(ok && v == 5, "fetch-and-add on an untouched page: old 0, new %llu",
+	       (unsigned long long)v);
+
+	ok = atomic_op(lb, &target, 3 * page_size + 8, IBV_WR_ATOMIC_CMP_AND_SWP, 5, 77,
+		       &result, &status) && status == IBV_WC_SUCCESS;
+	memcpy(&v, result.p, 8);
+	ok = ok && v == 5;
+	memcpy(&v, target.p + 3 * page_size + 8, 8);
+	tap_ok(ok && v == 77, "compare-and-swap after it: old 5, new %llu",
+	       (unsigned long long)v);
+
+	ok = madvise(target.p, buf_size, MADV_DONTNEED) == 0 &&
+	     atomic_op(lb, &target, 3 * page_size + 8, IBV_WR_ATOMIC_FETCH_AND_ADD, 1, 0,
+		       &result, &status) && status == IBV_WC_SUCCESS;
+	memcpy(&v, target.p + 3 * page_size + 8, 8);
+	tap_ok(ok && v == 1, "fetch-and-add after MADV_DONTNEED refaults a zero page");
+
+	{
+		/* Refused when posted, or failed by the responder: either is clean. */
+		struct ibv_sge sge = { (uintptr_t)result.p, 8, result.mr->lkey };
+		struct ibv_send_wr wr = { .wr_id = 10, .sg_list = &sge, .num_sge = 1,
+					  .opcode = IBV_WR_ATOMIC_FETCH_AND_ADD,
+					  .send_flags = IBV_SEND_SIGNALED }, *bad;
+		struct ibv_wc wc;
+		int ret;
+
+		wr.wr.atomic.remote_addr = (uintptr_t)target.p + 3;
+		wr.wr.atomic.rkey = target.mr->rkey;
+		wr.wr.atomic.compare_add = 1;
+		ret = ibv_post_send(lb->qp[0], &wr, &bad);
+		if (ret)
+			tap_ok(ret == EINVAL, "misaligned atomic refused when posted: %s",
+			       strerror(ret));
+		else
+			tap_ok(!vt_poll_one(lb->send_cq, &wc, 5000) &&
+			       wc.status != IBV_WC_SUCCESS, "misaligned atomic fails: %s",
+			       ibv_wc_status_str(wc.status));
+	}
+
+	odp_buf_fini(&target);
+	odp_buf_fini(&result);
+}
+
+/* 64 GiB of address space, no memory behind it until touched. */
+static void test_sparse(struct vt_loopback *lb)
+{
+	static const unsigned long long at[] = { 0, 17ULL << 30, SPARSE_SIZE - 4096 };
+	struct odp_buf big, src;
+	unsigned int i;
+	bool ok;
+
+	ok = odp_buf_init(&big, lb->pd, SPARSE_SIZE, MAP_NORESERVE, ODP_ACCESS);
+	if (!tap_ok(ok, "register a 64 GiB sparse ODP MR")) {
+		for (i = 0; i < 3; i++)
+			tap_skip("no 64 GiB MR", "64 GiB MR: page %u", i);
+		return;
+	}
+	if (!odp_buf_init(&src, lb->pd, page_size, 0, ODP_ACCESS))
+		tap_bail("cannot register an ODP MR");
+	for (i = 0; i < 3; i++) {
+		struct odp_buf window = { big.p + at[i], page_size, big.mr };
+
+		vt_fill(src.p, page_size, 50 + i);
+		ok = rdma_ok(lb, &src, 0, &window, 0, page_size, IBV_WR_RDMA_WRITE) &&
+		     same(&src, 0, &window, 0, page_size);
+		memset(src.p, 0, page_size);
+		ok = ok && rdma_ok(lb, &window, 0, &src, 0, page_size, IBV_WR_RDMA_READ) &&
+		     vt_check(src.p, page_size, 50 + i) == -1;
+		tap_ok(ok, "64 GiB MR: WRITE and READ back one page at %llu MiB", at[i] >> 20);
+	}
+	odp_buf_fini(&src);
+	odp_buf_fini(&big);
+}
+
+/*
+ * One thread invalidates while others run verified traffic: it write-protects the
+ * sources (mprotect) and COW-protects everything (fork) over and over, which keeps
+ * the data, so every transfer must still copy exactly the right bytes. The CPU never
+ * writes the sources during the run; each transfer copies another window of them.
+ */
+struct stress {
+	struct odp_buf src, dst;
+	atomic_bool stop;
+	atomic_long ops, bad, invalidations;
+};
+
+struct worker {
+	struct stress *st;
+	struct vt_loopback lb;
+	size_t base, len;	/* this worker's part of the buffers */
+	int failed;
+};
+
+static void *traffic(void *arg)
+{
+	struct worker *w = arg;
+	struct stress *st = w->st;
+	struct odp_buf src = { st->src.p + w->base, w->len, st->src.mr };
+	struct odp_buf dst = { st->dst.p + w->base, w->len, st->dst.mr };
+	unsigned int n = 0;
+
+	while (!atomic_load(&st->stop)) {
+		enum ibv_wr_opcode op = n & 1 ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE;
+		size_t off = (n * 1237) % (w->len / 2), len = w->len / 2;
+
+		memset(dst.p, 0, w->len);
+		if (!rdma_ok(&w->lb, &src, off, &dst, off, len, op)) {
+			w->failed = 1;
+			break;
+		}
+		if (memcmp(dst.p + off, src.p + off, len) || !zero_outside(&dst, off, len))
+			atomic_fetch_add(&st->bad, 1);
+		atomic_fetch_add(&st->ops, 1);
+		n++;
+	}
+	return NULL;
+}
+
+static long long ms_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+static void test_stress(struct ibv_pd *pd)
+{
+	struct worker w[STRESS_THREADS];
+	pthread_t tid[STRESS_THREADS];
+	struct stress st = { 0 };
+	long long end;
+	int i, started = 0, failed = 0;
+	pid_t pid;
+
+	if (!odp_buf_init(&st.src, pd, STRESS_THREADS * buf_size, 0, ODP_ACCESS) ||
+	    !odp_buf_init(&st.dst, pd, STRESS_THREADS * buf_size, 0, ODP_ACCESS))
+		tap_bail("cannot register ODP MRs");
+	vt_fill(st.src.p, st.src.size, 99);
+	for (i = 0; i < STRESS_THREADS; i++) {
+		w[i] = (struct worker){ .st = &st, .base = i * buf_size, .len = buf_size };
+		/* Each worker its own QPs, on the MRs' PD. */
+		if (vt_loopback_create_on(&w[i].lb, ctx, &opt, pd)) {
+			failed = 1;
+			break;
+		}
+		if (pthread_create(&tid[i], NULL, traffic, &w[i])) {
+			failed = 1;
+			vt_loopback_destroy(&w[i].lb);
+			break;
+		}
+		started++;
+	}
+
+	end = ms_now() + STRESS_MS;
+	while (!failed && ms_now() < end) {
+		if (mprotect(st.src.p, st.src.size, PROT_READ) ||
+		    mprotect(st.src.p, st.src.size, PROT_READ | PROT_WRITE)) {
+			tap_diag("mprotect: %s", strerror(errno));
+			failed = 1;
+		}
+		pid = fork();
+		if (pid == 0)
+			_exit(0);
+		if (pid > 0)
+			waitpid(pid, NULL, 0);
+		atomic_fetch_add(&st.invalidations, 1);
+		usleep(1000);
+	}
+	atomic_store(&st.stop, true);
+	for (i = 0; i < started; i++) {
+		pthread_join(tid[i], NULL);
+		failed |= w[i].failed;
+		vt_loopback_destroy(&w[i].lb);
+	}
+	failed |= vt_check(st.src.p, st.src.size, 99) != -1;
+	tap_diag("stress: %ld verified transfers, %ld invalidation rounds, %ld wrong",
+		 atomic_load(&st.ops), atomic_load(&st.invalidations), atomic_load(&st.bad));
+	tap_ok(!failed && started == STRESS_THREADS && atomic_load(&st.ops) > 0 &&
+	       atomic_load(&st.bad) == 0,
+	       "%d threads of verified RDMA traffic while a thread invalidates, %d ms",
+	       STRESS_THREADS, STRESS_MS);
+	odp_buf_fini(&st.src);
+	odp_buf_fini(&st.dst);
+}
+
+/* Post a request that must fail; then replace the QPs, which are in error now. */
+static void expect_failure(struct vt_loopback *lb, struct ibv_pd *pd, struct odp_buf *src,
+			   size_t soff, struct odp_buf *dst, size_t doff, size_t len,
+			   enum ibv_wr_opcode op, enum ibv_wc_status want, const char *what)
+{
+	enum ibv_wc_status status;
+	bool ok;
+
+	ok = rdma(lb, src, soff, dst, doff, len, op, &status) == 0;
+	tap_ok(ok && (want == IBV_WC_SUCCESS ? status != IBV_WC_SUCCESS : status == want),
+	       "%s: %s", what, ok ? ibv_wc_status_str(status) : "no completion");
+	vt_loopback_destroy(lb);
+	if (vt_loopback_create_on(lb, ctx, &opt, pd))
+		tap_bail("no connected QP pair");
+}
+
+static void test_errors(void)
+{
+	struct odp_buf a, b, local;
+	struct vt_loopback lb;
+	struct ibv_pd *pd;
+	struct ibv_mr *mr;
+
+	pd = ibv_alloc_pd(ctx);
+	if (!pd || vt_loopback_create_on(&lb, ctx, &opt, pd))
+		tap_bail("no connected QP pair");
+	errno = 0;
+	mr = ibv_reg_mr(pd, NULL, 0, ODP_ACCESS);
+	tap_ok(!mr && errno == EINVAL, "zero-length ODP MR: EINVAL (%s)",
+	       mr ? "registered" : strerror(errno));
+	if (mr)
+		ibv_dereg_mr(mr);
+	errno = 0;
+	mr = ibv_reg_mr(pd, (void *)(uintptr_t)-4096, 8192, ODP_ACCESS);
+	tap_ok(!mr && (errno == EINVAL || errno == EOVERFLOW),
+	       "ODP MR whose end overflows 64 bits: EINVAL or EOVERFLOW (%s)",
+	       mr ? "registered" : strerror(errno));
+	if (mr)
+		ibv_dereg_mr(mr);
+
+	if (!odp_buf_init(&a, pd, buf_size, 0, ODP_ACCESS) ||
+	    !odp_buf_init(&b, pd, buf_size, 0, ODP_ACCESS) ||
+	    !odp_buf_init(&local, pd, buf_size, 0,
+			  IBV_ACCESS_ON_DEMAND | IBV_ACCESS_LOCAL_WRITE))
+		tap_bail("cannot register ODP MRs");
+	vt_fill(a.p, buf_size, 60);
+
+	expect_failure(&lb, pd, &a, 0, &b, buf_size - 8, 16, IBV_WR_RDMA_WRITE,
+		       IBV_WC_REM_ACCESS_ERR, "RDMA WRITE past the end of the remote ODP MR");
+	expect_failure(&lb, pd, &a, 0, &local, 0, 64, IBV_WR_RDMA_WRITE,
+		       IBV_WC_REM_ACCESS_ERR, "RDMA WRITE into a local-only ODP MR");
+	/* The VMA behind the remote MR is gone: the fault fails, nothing else. */
+	munmap(b.p + 4 * page_size, 4 * page_size);
+	expect_failure(&lb, pd, &b, 4 * page_size, &a, 0, page_size, IBV_WR_RDMA_READ,
+		       IBV_WC_SUCCESS, "RDMA READ of an unmapped part of an ODP MR fails");
+	/* And behind the local one: the requester's own fault fails. */
+	expect_failure(&lb, pd, &b, 4 * page_size, &a, 0, page_size, IBV_WR_RDMA_WRITE,
+		       IBV_WC_SUCCESS, "RDMA WRITE from an unmapped part of an ODP MR fails");
+	munmap(b.p + 8 * page_size, buf_size - 8 * page_size);
+	b.size = 4 * page_size;		/* what is left mapped at the start */
+	odp_buf_fini(&a);
+	odp_buf_fini(&b);
+	odp_buf_fini(&local);
+	vt_loopback_destroy(&lb);
+	ibv_dealloc_pd(pd);
+}
+
+int main(int argc, char **argv)
+{
+	struct ibv_device_attr_ex attr;
+	struct vt_loopback lb;
+	int tests = 1 + 3 * NSHAPES + 7 + 4 + 4 + 1 + 6;
+
+	vt_parse_options(argc, argv, &opt);
+	page_size = sysconf(_SC_PAGESIZE);
+	buf_size = NPAGES * page_size;
+	tap_plan(tests);
+
+	ctx = vt_open_device(opt.dev);
+	if (!ctx)
+		tap_bail("no RDMA device");
+	if (ibv_query_device_ex(ctx, NULL, &attr)) {
+		tap_bail("ibv_query_device_ex: %s", strerror(errno));
+	}
+	if (!(attr.odp_caps.general_caps & IBV_ODP_SUPPORT)) {
+		int i;
+
+		for (i = 0; i < tests; i++)
+			tap_skip("ODP not supported by this device", "ODP check %d", i + 1);
+		ibv_close_device(ctx);
+		return tap_done();
+	}
+	tap_ok((attr.odp_caps.per_transport_caps.rc_odp_caps &
+		(IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE |
+		 IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC)) ==
+	       (IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE |
+		IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC),
+	       "RC ODP caps: SEND, RECV, WRITE, READ, ATOMIC (0x%x)",
+	       attr.odp_caps.per_transport_caps.rc_odp_caps);
+
+	if (vt_loopback_create(&lb, ctx, &opt))
+		tap_bail("no connected QP pair");
+	test_first_touch(&lb);
+	test_invalidations(&lb);
+	test_atomics(&lb);
+	test_sparse(&lb);
+	test_stress(lb.pd);
+	vt_loopback_destroy(&lb);
+	test_errors();
+	ibv_close_device(ctx);
+	return tap_done();
+}
