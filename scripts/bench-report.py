@@ -72,9 +72,41 @@ def hmm_dma_section(runs):
     print()
 
 
+def odp_section(runs):
+    """runs: [(profile, rows of 30-odp.csv)]"""
+    print('rxe On-Demand Paging against pinned memory (RC loopback, 4 MiB buffer). First touch:')
+    print('register and RDMA WRITE all of it once, pages per second; steady: the same WRITE')
+    print('repeated, MB/s. "linked": ODP pages linked into an IOVA on the NIC and reached through')
+    print('the IOMMU (rxe default); "virtual-dma": rxe.odp_virt_dma=1, pages used directly.')
+    print()
+    head = (f'{"profile":<14}{"path":<13}{"first touch ODP":>16}{"pinned":>10}{"ratio":>8}'
+            f'{"steady ODP":>12}{"pinned":>10}{"ratio":>8}')
+    print(head)
+    print('-' * len(head))
+    mem = []
+    for profile, rows in runs:
+        v = {(r['metric'], r['memory'], r['path']): float(r['value']) for r in rows}
+        for path in ('linked', 'virtual-dma'):
+            ft_o, ft_p = v.get(('first_touch', 'odp', path)), v.get(('first_touch', 'pinned', path))
+            st_o, st_p = v.get(('steady_write', 'odp', path)), v.get(('steady_write', 'pinned', path))
+            if None in (ft_o, ft_p, st_o, st_p):
+                continue
+            print(f'{profile:<14}{path:<13}{ft_o:>16.0f}{ft_p:>10.0f}{ratio(ft_o, ft_p):>8}'
+                  f'{st_o:>12.1f}{st_p:>10.1f}{ratio(st_o, st_p):>8}')
+        for path in ('linked', 'virtual-dma'):
+            m = v.get(('kernel_memory', 'odp', path))
+            if m is not None:
+                mem.append(f'{profile} {path}: {m:.2f}')
+    print()
+    print('Kernel memory per registered ODP page (VmallocUsed growth for a 1 GiB ODP MR, bytes;')
+    print('Linux 6.12 keeps 16: a PFN and a DMA address): ' + '; '.join(mem))
+    print()
+
+
 SECTIONS = [
     ('10-dma-map.csv', dma_map_section),
     ('20-hmm-dma.csv', hmm_dma_section),
+    ('30-odp.csv', odp_section),
 ]
 
 

@@ -4,13 +4,16 @@
 # file into the results folder), then mark the run done.
 . "$(dirname "$0")/lib.sh"
 
-export OUT BUILD GUEST_ROOT
+export OUT BUILD GUEST_ROOT RDMA_DEV
 export BENCH_SECONDS=${vmt_bench_seconds:-3}
 echo "kernel=$(uname -r)" >"$OUT/facts"
+# The RDMA benchmarks run on soft-RoCE.
+setup_rxe || guest_error "no $RDMA_DEV: the RDMA benchmarks will fail"
 for bench in "$GUEST_ROOT"/tests/bench/*.sh; do
 	name=$(basename "$bench" .sh)
 	echo "vmtest: benchmark $name" >/dev/console
 	bash "$bench" >"$OUT/$name.log" 2>&1 ||
 		guest_error "benchmark $name failed (log: $OUT/$name.log)"
 done
+teardown_rxe
 echo ok >"$OUT/done"

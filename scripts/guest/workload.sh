@@ -2,12 +2,54 @@
 # SPDX-License-Identifier: GPL-2.0
 # The guest side of `make run`: create soft-RoCE and run an RC ping-pong over it (server
 # and client on the same device, so every byte crosses rxe's full send and receive paths),
-# with the received data checked. Writes a report into the results folder.
+# with the received data checked, on pinned memory and then on ODP memory with the ODP
+# counters before and after. Writes a report into the results folder.
 . "$(dirname "$0")/lib.sh"
 
 ITERS=${ITERS:-500}
 SIZE=${SIZE:-65536}
 report=$OUT/workload.txt
+counters=/sys/class/infiniband/$RDMA_DEV/ports/1/hw_counters
+
+# The same ping-pong on On-Demand Paging memory (-o): nothing pinned, every page faulted
+# in by rxe on first use and linked for the NIC's DMA; the ODP counters say how much.
+odp_pingpong() {
+	local c before=() after=() client_rc server_rc
+	local names=(odp_page_faults odp_pages_faulted odp_pages_linked odp_pages_unlinked
+		     odp_invalidations odp_fault_errors)
+
+	if ! ibv_devinfo -v -d "$RDMA_DEV" | grep -q ODP_SUPPORT; then
+		echo "ODP:          not supported by $RDMA_DEV on this kernel" >>"$report"
+		return
+	fi
+	for c in "${names[@]}"; do before+=("$(cat "$counters/$c" 2>/dev/null || echo 0)"); done
+	timeout 300 ibv_rc_pingpong "$@" -o >"$OUT/odp-server.txt" 2>&1 &
+	server=$!
+	sleep 1
+	timeout 300 ibv_rc_pingpong "$@" -o "$addr" >"$OUT/odp-client.txt" 2>&1
+	client_rc=$?
+	wait $server
+	server_rc=$?
+	for c in "${names[@]}"; do after+=("$(cat "$counters/$c" 2>/dev/null || echo 0)"); done
+	{
+		echo "ODP workload: the same ping-pong on On-Demand Paging memory (-o), data checked"
+		echo "ODP result:   client exit $client_rc, server exit $server_rc"
+		grep -hE 'bytes in' "$OUT/odp-client.txt" | sed 's/^/              client: /'
+		printf 'ODP counters: '
+		for c in "${!names[@]}"; do
+			printf '%s %d  ' "${names[$c]#odp_}" $((after[c] - before[c]))
+		done
+		echo
+		echo "              (rxe faulted the buffers' pages on first touch and linked them for"
+		echo "              the NIC's DMA; deregistering the MRs unlinked them)"
+	} >>"$report"
+	if grep -qi 'invalid data' "$OUT/odp-client.txt" "$OUT/odp-server.txt"; then
+		guest_error "ibv_rc_pingpong -o received wrong data; see $OUT/odp-client.txt"
+	fi
+	if [ $client_rc -ne 0 ] || [ $server_rc -ne 0 ]; then
+		guest_error "ibv_rc_pingpong -o failed (client $client_rc, server $server_rc); see $OUT/odp-client.txt"
+	fi
+}
 
 {
 	echo "kernel:       $(uname -r)"
@@ -36,6 +78,7 @@ if setup_rxe; then
 	if [ $client_rc -ne 0 ] || [ $server_rc -ne 0 ]; then
 		guest_error "ibv_rc_pingpong failed (client $client_rc, server $server_rc); see $OUT/client.txt and $OUT/server.txt"
 	fi
+	odp_pingpong "${args[@]}"
 fi
 teardown_rxe
 echo ok >"$OUT/done"

@@ -589,11 +589,130 @@ static void test_errors(void)
 	ibv_dealloc_pd(pd);
 }
 
+#define RXE_PARAMS "/sys/module/rdma_rxe/parameters/"
+
+static long read_long(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	long v = -1;
+
+	if (f) {
+		if (fscanf(f, "%ld", &v) != 1)
+			v = -1;
+		fclose(f);
+	}
+	return v;
+}
+
+static bool write_str(const char *path, const char *s)
+{
+	FILE *f = fopen(path, "w");
+	bool ok;
+
+	if (!f)
+		return false;
+	ok = fputs(s, f) >= 0;
+	return fclose(f) == 0 && ok;
+}
+
+static const char *const counter_names[] = {
+	"odp_page_faults", "odp_pages_faulted", "odp_pages_linked", "odp_pages_unlinked",
+	"odp_invalidations",
+};
+#define NCOUNTERS (sizeof(counter_names) / sizeof(counter_names[0]))
+
+/* The device's ODP counters; false when it has none. */
+static bool read_counters(long *v)
+{
+	char path[256];
+	unsigned int i;
+
+	/* The RDMA core serves hw_counters from a cache that lives 10 ms. */
+	usleep(20000);
+	for (i = 0; i < NCOUNTERS; i++) {
+		snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%u/hw_counters/%s",
+			 ibv_get_device_name(ctx->device), opt.port, counter_names[i]);
+		v[i] = read_long(path);
+		if (v[i] < 0)
+			return false;
+	}
+	return true;
+}
+
+static bool behind_iommu(void);
+
+/*
+ * A known workload gives known counter deltas: one page written from an untouched
+ * (by the device) source page into an untouched destination page faults and links one
+ * page on each side; MADV_DONTNEED on both takes both away in two invalidations.
+ */
+static void test_counters(struct vt_loopback *lb)
+{
+	long before[NCOUNTERS], after[NCOUNTERS], linked;
+	struct odp_buf src, dst;
+	bool ok;
+
+	if (!read_counters(before)) {
+		tap_skip("the device has no ODP counters", "ODP counters after a first touch");
+		tap_skip("the device has no ODP counters", "ODP counters after MADV_DONTNEED");
+		return;
+	}
+	if (!odp_buf_init(&src, lb->pd, page_size, 0, ODP_ACCESS) ||
+	    !odp_buf_init(&dst, lb->pd, page_size, 0, ODP_ACCESS))
+		tap_bail("cannot register ODP MRs");
+	vt_fill(src.p, page_size, 70);
+	ok = read_counters(before) && round_trip(lb, &src, &dst, IBV_WR_RDMA_WRITE) &&
+	     read_counters(after);
+	/* Pages are linked for a DMA device unless the device uses them directly. */
+	linked = behind_iommu() ? 2 : after[2] - before[2];
+	tap_ok(ok && after[0] - before[0] == 2 && after[1] - before[1] == 2 &&
+	       after[2] - before[2] == linked && after[3] == before[3],
+	       "ODP counters after a first touch: %ld faults, %ld pages faulted, %ld linked, %ld unlinked",
+	       after[0] - before[0], after[1] - before[1], after[2] - before[2],
+	       after[3] - before[3]);
+
+	ok = read_counters(before) && madvise(src.p, page_size, MADV_DONTNEED) == 0 &&
+	     madvise(dst.p, page_size, MADV_DONTNEED) == 0 && read_counters(after);
+	tap_ok(ok && after[3] - before[3] == 2 && after[4] - before[4] == 2 &&
+	       after[0] == before[0],
+	       "ODP counters after MADV_DONTNEED: %ld invalidations, %ld pages unlinked",
+	       after[4] - before[4], after[3] - before[3]);
+	odp_buf_fini(&src);
+	odp_buf_fini(&dst);
+}
+
+/* Whether the device's network device sits in an IOMMU DMA domain. */
+static bool behind_iommu(void)
+{
+	char path[256], ndev[64] = "", type[32] = "";
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%u/gid_attrs/ndevs/%d",
+		 ibv_get_device_name(ctx->device), opt.port, opt.gid_index);
+	f = fopen(path, "r");
+	if (!f || !fgets(ndev, sizeof(ndev), f)) {
+		if (f)
+			fclose(f);
+		return false;
+	}
+	fclose(f);
+	ndev[strcspn(ndev, "\n")] = 0;
+	snprintf(path, sizeof(path), "/sys/class/net/%s/device/iommu_group/type", ndev);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	if (!fgets(type, sizeof(type), f))
+		type[0] = 0;
+	fclose(f);
+	return !strncmp(type, "DMA", 3);
+}
+
 int main(int argc, char **argv)
 {
 	struct ibv_device_attr_ex attr;
 	struct vt_loopback lb;
-	int tests = 1 + 3 * NSHAPES + 7 + 4 + 4 + 1 + 6;
+	int tests = 1 + 3 * NSHAPES + 7 + 4 + 4 + 1 + 6 + 1 + 2;
+	long checked_before;
 
 	vt_parse_options(argc, argv, &opt);
 	page_size = sysconf(_SC_PAGESIZE);
@@ -622,8 +741,14 @@ int main(int argc, char **argv)
 	       "RC ODP caps: SEND, RECV, WRITE, READ, ATOMIC (0x%x)",
 	       attr.odp_caps.per_transport_caps.rc_odp_caps);
 
+	/* rxe reads back every unlinked page in the IOMMU after each invalidation. */
+	checked_before = read_long(RXE_PARAMS "odp_links_checked");
+	if (checked_before >= 0 && !write_str(RXE_PARAMS "odp_check_links", "1"))
+		tap_diag("cannot enable rxe's odp_check_links: %s", strerror(errno));
+
 	if (vt_loopback_create(&lb, ctx, &opt))
 		tap_bail("no connected QP pair");
+	test_counters(&lb);
 	test_first_touch(&lb);
 	test_invalidations(&lb);
 	test_atomics(&lb);
@@ -631,6 +756,21 @@ int main(int argc, char **argv)
 	test_stress(lb.pd);
 	vt_loopback_destroy(&lb);
 	test_errors();
+
+	if (checked_before < 0) {
+		tap_skip("the driver has no odp_links_checked parameter (not our rxe)",
+			 "no stale IOVA link after any invalidation");
+	} else if (!behind_iommu()) {
+		tap_skip("the network device has no IOMMU DMA domain: nothing to read back",
+			 "no stale IOVA link after any invalidation");
+	} else {
+		long checked = read_long(RXE_PARAMS "odp_links_checked") - checked_before;
+
+		/* A stale link is a kernel WARN, which the harness fails on. */
+		tap_ok(checked > 0, "%ld unlinked pages read back in the IOMMU after invalidations",
+		       checked);
+	}
+	write_str(RXE_PARAMS "odp_check_links", "0");
 	ibv_close_device(ctx);
 	return tap_done();
 }
