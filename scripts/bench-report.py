@@ -98,7 +98,7 @@ def odp_section(runs):
             if m is not None:
                 mem.append(f'{profile} {path}: {m:.2f}')
     print()
-    print('Kernel memory per registered ODP page (VmallocUsed growth for a 1 GiB ODP MR, bytes;')
+    print('Kernel memory per registered ODP page (VmallocUsed growth for a 16 GiB ODP MR, bytes;')
     print('Linux 6.12 keeps 16: a PFN and a DMA address): ' + '; '.join(mem))
     print()
 

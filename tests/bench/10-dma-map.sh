@@ -22,7 +22,8 @@ for pages in 1 16 64 512; do
 		# FROM_DEVICE: nothing to stain between iterations, all time goes to mapping.
 		if ! res=$("$tool" -m "$mode" -g "$pages" -s "$seconds" -d 2 -b 32 2>&1); then
 			echo "dma_map_benchmark -m $mode -g $pages: $res" >&2
-			rc=1
+			# Without an IOMMU the IOVA modes do not exist: their cells stay empty.
+			case $res in *"needs the IOVA-based DMA API"*) ;; *) rc=1 ;; esac
 			continue
 		fi
 		echo "$res"
