@@ -522,6 +522,78 @@ static void test_stress(struct ibv_pd *pd)
 	odp_buf_fini(&st.dst);
 }
 
+/*
+ * The VMA behind a remote ODP MR disappears while RDMA WRITEs stream into it: each
+ * WRITE either lands (before) or fails with a clean remote access error (after).
+ */
+struct vanish {
+	struct vt_loopback *lb;
+	struct odp_buf *src, *dst;
+	atomic_bool gone;
+	atomic_int ok_before, failed;
+	atomic_int other;	/* completions that are neither */
+};
+
+static void *vanish_traffic(void *arg)
+{
+	struct vanish *v = arg;
+	enum ibv_wc_status status;
+	int i;
+
+	for (i = 0; i < 10000; i++) {
+		if (rdma(v->lb, v->src, 0, v->dst, 0, v->src->size, IBV_WR_RDMA_WRITE,
+			 &status)) {
+			atomic_fetch_add(&v->other, 1);
+			break;
+		}
+		if (status == IBV_WC_SUCCESS) {
+			atomic_fetch_add(&v->ok_before, 1);
+			continue;
+		}
+		if (status == IBV_WC_REM_ACCESS_ERR && atomic_load(&v->gone))
+			atomic_fetch_add(&v->failed, 1);
+		else
+			atomic_fetch_add(&v->other, 1);
+		break;		/* the QP is in error now */
+	}
+	return NULL;
+}
+
+static void test_vanishing_vma(void)
+{
+	struct odp_buf src, dst;
+	struct vt_loopback lb;
+	struct vanish v = { 0 };
+	pthread_t tid;
+	bool ok;
+
+	if (vt_loopback_create(&lb, ctx, &opt))
+		tap_bail("no connected QP pair");
+	if (!odp_buf_init(&src, lb.pd, buf_size, 0, ODP_ACCESS) ||
+	    !odp_buf_init(&dst, lb.pd, buf_size, 0, ODP_ACCESS))
+		tap_bail("cannot register ODP MRs");
+	vt_fill(src.p, buf_size, 80);
+	v.lb = &lb;
+	v.src = &src;
+	v.dst = &dst;
+	ok = pthread_create(&tid, NULL, vanish_traffic, &v) == 0;
+	if (ok) {
+		while (atomic_load(&v.ok_before) < 3 && !atomic_load(&v.failed) &&
+		       !atomic_load(&v.other))
+			usleep(1000);
+		atomic_store(&v.gone, true);
+		ok = munmap(dst.p, buf_size) == 0;
+		pthread_join(tid, NULL);
+	}
+	tap_ok(ok && atomic_load(&v.other) == 0 && atomic_load(&v.failed) == 1,
+	       "munmap of a remote ODP MR during RDMA WRITEs: %d landed, then a remote access error",
+	       atomic_load(&v.ok_before));
+	dst.p = NULL;
+	odp_buf_fini(&src);
+	odp_buf_fini(&dst);
+	vt_loopback_destroy(&lb);
+}
+
 /* Post a request that must fail; then replace the QPs, which are in error now. */
 static void expect_failure(struct vt_loopback *lb, struct ibv_pd *pd, struct odp_buf *src,
 			   size_t soff, struct odp_buf *dst, size_t doff, size_t len,
@@ -711,7 +783,7 @@ int main(int argc, char **argv)
 {
 	struct ibv_device_attr_ex attr;
 	struct vt_loopback lb;
-	int tests = 1 + 3 * NSHAPES + 7 + 4 + 4 + 1 + 6 + 1 + 2;
+	int tests = 1 + 3 * NSHAPES + 7 + 4 + 4 + 1 + 6 + 1 + 2 + 1;
 	long checked_before;
 
 	vt_parse_options(argc, argv, &opt);
@@ -756,6 +828,7 @@ int main(int argc, char **argv)
 	test_stress(lb.pd);
 	vt_loopback_destroy(&lb);
 	test_errors();
+	test_vanishing_vma();
 
 	if (checked_before < 0) {
 		tap_skip("the driver has no odp_links_checked parameter (not our rxe)",
