@@ -7,13 +7,14 @@
 #   make bench [PROFILE=a,b] [KERNEL=...]            benchmark tables (BENCH_SECONDS=n)
 #   make kernel                                      build our kernel only
 #   make export-patches                              kernel commits -> kernel/patches/
-#   make check-series                                checkpatch --strict, each patch builds, W=1
+#   make check-series [FROM=N]                       checkpatch --strict, each patch builds, W=1
 #   make clean                                       remove build/ (keeps apt packages)
 PROFILE ?=
 KERNEL ?=
 SUITES ?=
 BENCH_SECONDS ?=
-export PROFILE KERNEL SUITES BENCH_SECONDS
+FROM ?=
+export PROFILE KERNEL SUITES BENCH_SECONDS FROM
 
 test:
 	@bash scripts/test.sh

@@ -4,8 +4,11 @@
 #   1. every patch is `checkpatch.pl --strict` clean;
 #   2. every patch builds on its own (the series is bisectable): apply them one by one in
 #      a separate worktree and build bzImage after each, with the normal kernel's config;
-#   3. the C files each patch touches build without new warnings at W=1.
+#   3. the C files each patch touches build without new warnings at W=1 (a warning the
+#      file had before the patch, with numbers ignored, is not new).
 # Prints one line per patch and exits 1 when any check fails.
+#   FROM=N  check from patch N on (the earlier ones are only applied), for a quick rerun
+#           after fixing a late patch; a full run is what proves the series.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -29,10 +32,24 @@ kmake() {
 	make -C "$tree" O="$obj" CC="ccache gcc" HOSTCC="ccache gcc" "$@"
 }
 
+# The W=1 warnings of object $1 as built now, without file positions and numbers.
+w1_warnings() {
+	rm -f "$obj/$1"
+	{ kmake W=1 "$1" 2>&1 || true; } | tee -a "$log" | { grep 'warning:' || true; } |
+		sed -E 's/^[^ ]*:[0-9]+:[0-9]+: //; s/[0-9]+/N/g' | sort -u
+}
+
 failed=0
+n=0
 for name in "${series[@]}"; do
 	p=$PATCHES/$name
 	problems=()
+	n=$((n + 1))
+	if [ "$n" -lt "${FROM:-1}" ]; then
+		git -C "$tree" am -q --keep-cr "$p" >>"$log" 2>&1 ||
+			die "$name does not apply (log: $log)"
+		continue
+	fi
 
 	# checkpatch asks whether MAINTAINERS needs updating for every new file;
 	# answer it: each new file must have a MAINTAINERS entry (get_maintainer.pl).
@@ -46,6 +63,15 @@ for name in "${series[@]}"; do
 		if ! (cd "$SRC" && ./scripts/get_maintainer.pl --no-git --no-rolestats -f "$f" 2>/dev/null) |
 			grep -qv 'linux-kernel@vger.kernel.org'; then
 			problems+=("no MAINTAINERS entry covers $f")
+		fi
+	done
+	# The warnings the C files this patch touches have before it.
+	declare -A before=()
+	for c in $(sed -n 's|^+++ b/\(.*\.c\)$|\1|p' "$p"); do
+		# Only files that exist before the patch (the object may be left from
+		# an earlier run at a later patch).
+		if [ -f "$tree/$c" ] && [ -f "$obj/${c%.c}.o" ]; then
+			before[$c]=$(w1_warnings "${c%.c}.o")
 		fi
 	done
 	if ! git -C "$tree" am -q --keep-cr "$p" >>"$log" 2>&1; then
@@ -64,11 +90,11 @@ for name in "${series[@]}"; do
 		for c in $(git -C "$tree" diff --name-only HEAD~1 HEAD -- '*.c'); do
 			o=${c%.c}.o
 			[ -f "$obj/$o" ] || continue
-			rm -f "$obj/$o"
-			if ! kmake W=1 "$o" >"$log.w1" 2>&1 || grep -q 'warning:' "$log.w1"; then
-				problems+=("W=1 warnings in $c")
+			new=$(comm -13 <(printf '%s\n' "${before[$c]:-}") <(w1_warnings "$o"))
+			if [ -n "$new" ]; then
+				problems+=("new W=1 warnings in $c")
+				printf 'new W=1 warnings in %s:\n%s\n' "$c" "$new" >>"$log"
 			fi
-			cat "$log.w1" >>"$log"
 		done
 	fi
 	if [ ${#problems[@]} -eq 0 ]; then
@@ -78,7 +104,7 @@ for name in "${series[@]}"; do
 		failed=1
 	fi
 done
-rm -f "$log.w1"
+
 git -C "$SRC" worktree remove --force "$tree" >/dev/null 2>&1 || true
 [ $failed = 0 ] && echo "series: ${#series[@]} patch(es) checkpatch-clean, each builds on its own"
 exit $failed
