@@ -90,22 +90,7 @@ static int rdma(struct vt_loopback *lb, struct odp_buf *src, size_t soff,
 		struct odp_buf *dst, size_t doff, size_t len, enum ibv_wr_opcode op,
 		enum ibv_wc_status *status)
 {
-	struct ibv_sge sge;
-	struct ibv_send_wr wr = { .wr_id = 7, .sg_list = &sge, .num_sge = 1, .opcode = op };
-	struct ibv_qp *qp;
-
-	if (op == IBV_WR_RDMA_WRITE) {
-		sge = (struct ibv_sge){ (uintptr_t)src->p + soff, (uint32_t)len, src->mr->lkey };
-		wr.wr.rdma.remote_addr = (uintptr_t)dst->p + doff;
-		wr.wr.rdma.rkey = dst->mr->rkey;
-		qp = lb->qp[0];
-	} else {
-		sge = (struct ibv_sge){ (uintptr_t)dst->p + doff, (uint32_t)len, dst->mr->lkey };
-		wr.wr.rdma.remote_addr = (uintptr_t)src->p + soff;
-		wr.wr.rdma.rkey = src->mr->rkey;
-		qp = lb->qp[1];
-	}
-	return vt_post_send_status(lb, qp, &wr, status);
+	return vt_rdma(lb, op, src->p + soff, src->mr, dst->p + doff, dst->mr, len, status);
 }
 
 static bool rdma_ok(struct vt_loopback *lb, struct odp_buf *src, size_t soff,
@@ -126,27 +111,7 @@ static bool rdma_ok(struct vt_loopback *lb, struct odp_buf *src, size_t soff,
 static bool send_ok(struct vt_loopback *lb, struct odp_buf *src, size_t soff,
 		    struct odp_buf *dst, size_t doff, size_t len)
 {
-	struct ibv_sge rsge = { (uintptr_t)dst->p + doff, (uint32_t)len, dst->mr->lkey };
-	struct ibv_sge ssge = { (uintptr_t)src->p + soff, (uint32_t)len, src->mr->lkey };
-	struct ibv_recv_wr rwr = { .wr_id = 1, .sg_list = &rsge, .num_sge = 1 }, *rbad;
-	struct ibv_send_wr swr = { .wr_id = 2, .sg_list = &ssge, .num_sge = 1,
-				   .opcode = IBV_WR_SEND };
-	struct ibv_wc wc;
-	int ret;
-
-	ret = ibv_post_recv(lb->qp[1], &rwr, &rbad);
-	if (ret) {
-		tap_diag("ibv_post_recv: %s", strerror(ret));
-		return false;
-	}
-	if (vt_post_send_wait(lb, lb->qp[0], &swr) || vt_poll_one(lb->recv_cq, &wc, 5000))
-		return false;
-	if (wc.status != IBV_WC_SUCCESS || wc.byte_len != len) {
-		tap_diag("receive: %s, %u bytes of %zu", ibv_wc_status_str(wc.status),
-			 wc.byte_len, len);
-		return false;
-	}
-	return true;
+	return vt_send_recv(lb, src->p + soff, src->mr, dst->p + doff, dst->mr, len) == 0;
 }
 
 /* dst[doff, +len) == src[soff, +len) and the rest of dst is zero (never written). */
@@ -191,19 +156,12 @@ static const struct {
 /* First touch: the destination is untouched; the source only by the CPU's fill. */
 static void test_first_touch(struct vt_loopback *lb)
 {
-	static const struct {
-		enum ibv_wr_opcode op;
-		const char *name;
-	} ops[] = {
-		{ IBV_WR_SEND, "SEND/RECV" },
-		{ IBV_WR_RDMA_WRITE, "RDMA WRITE" },
-		{ IBV_WR_RDMA_READ, "RDMA READ" },
-	};
+	const struct vt_transfer *ops = vt_transfers;
 	struct odp_buf src, dst;
 	unsigned int o, s;
 	bool ok;
 
-	for (o = 0; o < 3; o++) {
+	for (o = 0; o < VT_NTRANSFERS; o++) {
 		for (s = 0; s < NSHAPES; s++) {
 			ok = odp_buf_init(&src, lb->pd, buf_size, 0, ODP_ACCESS) &&
 			     odp_buf_init(&dst, lb->pd, buf_size, 0, ODP_ACCESS);

@@ -84,51 +84,20 @@ static bool transferred(const struct buffers *b, size_t soff, size_t doff, size_
 static bool do_send(struct vt_loopback *lb, struct buffers *b, size_t soff, size_t doff,
 		    size_t len)
 {
-	struct ibv_sge rsge = { (uintptr_t)b->dst + doff, (uint32_t)len, b->dst_mr->lkey };
-	struct ibv_sge ssge = { (uintptr_t)b->src + soff, (uint32_t)len, b->src_mr->lkey };
-	struct ibv_recv_wr rwr = { .wr_id = 1, .sg_list = &rsge, .num_sge = 1 }, *rbad;
-	struct ibv_send_wr swr = { .wr_id = 2, .sg_list = &ssge, .num_sge = 1,
-				   .opcode = IBV_WR_SEND };
-	struct ibv_wc wc;
-	int ret;
-
-	ret = ibv_post_recv(lb->qp[1], &rwr, &rbad);
-	if (ret) {
-		tap_diag("ibv_post_recv: %s", strerror(ret));
-		return false;
-	}
-	if (vt_post_send_wait(lb, lb->qp[0], &swr))
-		return false;
-	if (vt_poll_one(lb->recv_cq, &wc, 5000))
-		return false;
-	if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV || wc.byte_len != len) {
-		tap_diag("receive completion: %s, opcode %d, %u bytes (expected %zu)",
-			 ibv_wc_status_str(wc.status), wc.opcode, wc.byte_len, len);
-		return false;
-	}
-	return true;
+	return vt_send_recv(lb, b->src + soff, b->src_mr, b->dst + doff, b->dst_mr, len) == 0;
 }
 
 /* RDMA WRITE from qp0's src to qp1's dst, or RDMA READ by qp1 of qp0's src into dst. */
 static bool do_rdma(struct vt_loopback *lb, struct buffers *b, enum ibv_wr_opcode op,
 		    size_t soff, size_t doff, size_t len)
 {
-	struct ibv_sge sge;
-	struct ibv_send_wr wr = { .wr_id = 3, .sg_list = &sge, .num_sge = 1, .opcode = op };
-	struct ibv_qp *qp;
+	enum ibv_wc_status status;
 
-	if (op == IBV_WR_RDMA_WRITE) {
-		sge = (struct ibv_sge){ (uintptr_t)b->src + soff, (uint32_t)len, b->src_mr->lkey };
-		wr.wr.rdma.remote_addr = (uintptr_t)b->dst + doff;
-		wr.wr.rdma.rkey = b->dst_mr->rkey;
-		qp = lb->qp[0];
-	} else {
-		sge = (struct ibv_sge){ (uintptr_t)b->dst + doff, (uint32_t)len, b->dst_mr->lkey };
-		wr.wr.rdma.remote_addr = (uintptr_t)b->src + soff;
-		wr.wr.rdma.rkey = b->src_mr->rkey;
-		qp = lb->qp[1];
-	}
-	return vt_post_send_wait(lb, qp, &wr) == 0;
+	if (vt_rdma(lb, op, b->src + soff, b->src_mr, b->dst + doff, b->dst_mr, len, &status))
+		return false;
+	if (status != IBV_WC_SUCCESS)
+		tap_diag("completion: %s", ibv_wc_status_str(status));
+	return status == IBV_WC_SUCCESS;
 }
 
 /* Offsets and lengths: whole buffer, one byte, and ranges that start and end mid-page. */
@@ -145,14 +114,7 @@ static const struct {
 
 int main(int argc, char **argv)
 {
-	static const struct {
-		enum ibv_wr_opcode op;
-		const char *name;
-	} ops[] = {
-		{ IBV_WR_SEND, "SEND/RECV" },
-		{ IBV_WR_RDMA_WRITE, "RDMA WRITE" },
-		{ IBV_WR_RDMA_READ, "RDMA READ" },
-	};
+	const struct vt_transfer *ops = vt_transfers;
 	const size_t nshapes = sizeof(shapes) / sizeof(shapes[0]);
 	struct vt_options opt;
 	struct vt_loopback lb;
@@ -172,7 +134,7 @@ int main(int argc, char **argv)
 	if (!tap_ok(buffers_init(&b, lb.pd) == 0, "register two 256 KiB pinned MRs"))
 		tap_bail("no memory regions");
 
-	for (o = 0; o < 3; o++) {
+	for (o = 0; o < VT_NTRANSFERS; o++) {
 		for (s = 0; s < nshapes; s++) {
 			buffers_reset(&b, seed++);
 			if (ops[o].op == IBV_WR_SEND)

@@ -10,6 +10,12 @@
 
 #define VT_CQ_DEPTH 64
 
+const struct vt_transfer vt_transfers[VT_NTRANSFERS] = {
+	{ IBV_WR_SEND, "SEND/RECV" },
+	{ IBV_WR_RDMA_WRITE, "RDMA WRITE" },
+	{ IBV_WR_RDMA_READ, "RDMA READ" },
+};
+
 static void usage(const char *prog, int status)
 {
 	fprintf(status ? stderr : stdout,
@@ -281,6 +287,53 @@ int vt_post_send_status(struct vt_loopback *lb, struct ibv_qp *qp, struct ibv_se
 		return -1;
 	}
 	*status = wc.status;
+	return 0;
+}
+
+int vt_rdma(struct vt_loopback *lb, enum ibv_wr_opcode op, void *src, struct ibv_mr *src_mr,
+	    void *dst, struct ibv_mr *dst_mr, size_t len, enum ibv_wc_status *status)
+{
+	struct ibv_sge sge;
+	struct ibv_send_wr wr = { .wr_id = 3, .sg_list = &sge, .num_sge = 1, .opcode = op };
+	struct ibv_qp *qp;
+
+	if (op == IBV_WR_RDMA_WRITE) {
+		sge = (struct ibv_sge){ (uintptr_t)src, (uint32_t)len, src_mr->lkey };
+		wr.wr.rdma.remote_addr = (uintptr_t)dst;
+		wr.wr.rdma.rkey = dst_mr->rkey;
+		qp = lb->qp[0];
+	} else {
+		sge = (struct ibv_sge){ (uintptr_t)dst, (uint32_t)len, dst_mr->lkey };
+		wr.wr.rdma.remote_addr = (uintptr_t)src;
+		wr.wr.rdma.rkey = src_mr->rkey;
+		qp = lb->qp[1];
+	}
+	return vt_post_send_status(lb, qp, &wr, status);
+}
+
+int vt_send_recv(struct vt_loopback *lb, void *src, struct ibv_mr *src_mr, void *dst,
+		 struct ibv_mr *dst_mr, size_t len)
+{
+	struct ibv_sge rsge = { (uintptr_t)dst, (uint32_t)len, dst_mr->lkey };
+	struct ibv_sge ssge = { (uintptr_t)src, (uint32_t)len, src_mr->lkey };
+	struct ibv_recv_wr rwr = { .wr_id = 1, .sg_list = &rsge, .num_sge = 1 }, *rbad;
+	struct ibv_send_wr swr = { .wr_id = 2, .sg_list = &ssge, .num_sge = 1,
+				   .opcode = IBV_WR_SEND };
+	struct ibv_wc wc;
+	int ret;
+
+	ret = ibv_post_recv(lb->qp[1], &rwr, &rbad);
+	if (ret) {
+		fprintf(stderr, "ibv_post_recv: %s\n", strerror(ret));
+		return -1;
+	}
+	if (vt_post_send_wait(lb, lb->qp[0], &swr) || vt_poll_one(lb->recv_cq, &wc, 5000))
+		return -1;
+	if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV || wc.byte_len != len) {
+		fprintf(stderr, "receive completion: %s, opcode %d, %u bytes (expected %zu)\n",
+			ibv_wc_status_str(wc.status), wc.opcode, wc.byte_len, len);
+		return -1;
+	}
 	return 0;
 }
 

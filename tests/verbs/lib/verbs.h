@@ -60,6 +60,28 @@ int vt_post_send_wait(struct vt_loopback *lb, struct ibv_qp *qp, struct ibv_send
 int vt_post_send_status(struct vt_loopback *lb, struct ibv_qp *qp, struct ibv_send_wr *wr,
 			enum ibv_wc_status *status);
 
+/*
+ * RDMA WRITE of len bytes from src (qp[0]'s side) to dst, or RDMA READ by qp[1] of src
+ * into dst, and wait for its completion: 0 with *status set, or -1 as above.
+ */
+int vt_rdma(struct vt_loopback *lb, enum ibv_wr_opcode op, void *src, struct ibv_mr *src_mr,
+	    void *dst, struct ibv_mr *dst_mr, size_t len, enum ibv_wc_status *status);
+
+/*
+ * SEND of len bytes from src on qp[0] into a receive of dst posted on qp[1]; both
+ * completions must succeed and the receive must have len bytes. 0 or -1.
+ */
+int vt_send_recv(struct vt_loopback *lb, void *src, struct ibv_mr *src_mr, void *dst,
+		 struct ibv_mr *dst_mr, size_t len);
+
+/* The three ways the tests move data, with their names for test lines. */
+struct vt_transfer {
+	enum ibv_wr_opcode op;	/* IBV_WR_SEND stands for SEND/RECV */
+	const char *name;
+};
+#define VT_NTRANSFERS 3
+extern const struct vt_transfer vt_transfers[VT_NTRANSFERS];
+
 /* Fill len bytes with a pattern that depends on seed and position. */
 void vt_fill(void *buf, size_t len, unsigned int seed);
 /* Offset of the first byte that differs from vt_fill(seed), or -1 when all match. */
