@@ -105,3 +105,18 @@ release_edu() {
 		echo "$edu" >"/sys/bus/pci/devices/$edu/driver/unbind"
 	echo >"/sys/bus/pci/devices/$edu/driver_override"
 }
+
+# Reserve $1 2 MiB huge pages for a suite's hugetlb tests (ODP MRs with
+# IBV_ACCESS_HUGETLB); release_hugepages gives them back. Prints how many it got.
+reserve_hugepages() {
+	local f=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
+	[ -w $f ] || { echo "no 2 MiB hugetlb pages in this kernel"; return 1; }
+	echo "$1" >$f
+	echo "reserved $(cat $f) of $1 huge pages of 2 MiB"
+}
+
+release_hugepages() {
+	local f=/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages
+	[ -w $f ] && echo 0 >$f
+	return 0
+}

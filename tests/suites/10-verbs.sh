@@ -3,6 +3,10 @@
 # Our verbs tests (tests/verbs/*.c, built on the host into $BUILD/tests/verbs): one TAP
 # file per program.
 dir=$BUILD/tests/verbs
+. "$GUEST_ROOT/scripts/guest/lib.sh"
+# ODP on hugetlb memory (odp_huge here, test_odp huge cases in rdma-core).
+reserve_hugepages 64
+trap release_hugepages EXIT
 found=0
 for t in "$dir"/*; do
 	[ -f "$t" ] && [ -x "$t" ] || continue

@@ -4,6 +4,10 @@
 # $BUILD/rdma-core-tests by scripts/rdma-core-tests.sh), turned into TAP with the
 # expected failures of tests/rdma-core/expected-failures applied.
 dir=$BUILD/rdma-core-tests
+. "$GUEST_ROOT/scripts/guest/lib.sh"
+# ODP on hugetlb memory (odp_huge here, test_odp huge cases in rdma-core).
+reserve_hugepages 64
+trap release_hugepages EXIT
 if [ ! -f "$dir/run_tests.py" ]; then
 	printf '1..1\nnot ok 1 - rdma-core tests are not unpacked in %s\n' "$dir" >"$OUT/rdma-core.tap"
 	exit 0
