@@ -14,7 +14,7 @@
  * Without ODP on the device every check is skipped with that reason.
  */
 #include "lib/tap.h"
-#include "lib/verbs.h"
+#include "lib/odp.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -32,90 +32,32 @@
 #define STRESS_MS	4000
 #define STRESS_THREADS	2
 
-#define ODP_ACCESS (IBV_ACCESS_ON_DEMAND | IBV_ACCESS_LOCAL_WRITE | \
-		    IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
-		    IBV_ACCESS_REMOTE_ATOMIC)
-
 static size_t page_size, buf_size;
 static struct vt_options opt;
 static struct ibv_context *ctx;
 
-/* An anonymous buffer the CPU has not touched, registered as an ODP MR. */
-struct odp_buf {
-	unsigned char *p;
-	size_t size;
-	struct ibv_mr *mr;
-};
-
-static unsigned char *map_anon(size_t size, int prot, int flags)
-{
-	void *p = mmap(NULL, size, prot, MAP_PRIVATE | MAP_ANONYMOUS | flags, -1, 0);
-
-	if (p == MAP_FAILED) {
-		tap_diag("mmap(%zu bytes): %s", size, strerror(errno));
-		return NULL;
-	}
-	return p;
-}
-
-static bool odp_buf_init(struct odp_buf *b, struct ibv_pd *pd, size_t size, int flags,
-			 int access)
-{
-	memset(b, 0, sizeof(*b));
-	b->size = size;
-	b->p = map_anon(size, PROT_READ | PROT_WRITE, flags);
-	if (!b->p)
-		return false;
-	b->mr = ibv_reg_mr(pd, b->p, size, access);
-	if (!b->mr) {
-		tap_diag("ibv_reg_mr(%zu bytes, ODP): %s", size, strerror(errno));
-		munmap(b->p, size);
-		b->p = NULL;
-		return false;
-	}
-	return true;
-}
-
-static void odp_buf_fini(struct odp_buf *b)
-{
-	if (b->mr && ibv_dereg_mr(b->mr))
-		tap_diag("ibv_dereg_mr: %s", strerror(errno));
-	if (b->p)
-		munmap(b->p, b->size);
-	memset(b, 0, sizeof(*b));
-}
-
 /* RDMA WRITE or READ of len bytes between src+soff (qp0 side) and dst+doff. */
-static int rdma(struct vt_loopback *lb, struct odp_buf *src, size_t soff,
-		struct odp_buf *dst, size_t doff, size_t len, enum ibv_wr_opcode op,
+static int rdma(struct vt_loopback *lb, struct vt_odp_buf *src, size_t soff,
+		struct vt_odp_buf *dst, size_t doff, size_t len, enum ibv_wr_opcode op,
 		enum ibv_wc_status *status)
 {
 	return vt_rdma(lb, op, src->p + soff, src->mr, dst->p + doff, dst->mr, len, status);
 }
 
-static bool rdma_ok(struct vt_loopback *lb, struct odp_buf *src, size_t soff,
-		    struct odp_buf *dst, size_t doff, size_t len, enum ibv_wr_opcode op)
+static bool rdma_ok(struct vt_loopback *lb, struct vt_odp_buf *src, size_t soff,
+		    struct vt_odp_buf *dst, size_t doff, size_t len, enum ibv_wr_opcode op)
 {
-	enum ibv_wc_status status;
-
-	if (rdma(lb, src, soff, dst, doff, len, op, &status))
-		return false;
-	if (status != IBV_WC_SUCCESS) {
-		tap_diag("%s of %zu bytes: %s", op == IBV_WR_RDMA_WRITE ? "RDMA WRITE" :
-			 "RDMA READ", len, ibv_wc_status_str(status));
-		return false;
-	}
-	return true;
+	return vt_move(lb, op, src->p + soff, src->mr, dst->p + doff, dst->mr, len);
 }
 
-static bool send_ok(struct vt_loopback *lb, struct odp_buf *src, size_t soff,
-		    struct odp_buf *dst, size_t doff, size_t len)
+static bool send_ok(struct vt_loopback *lb, struct vt_odp_buf *src, size_t soff,
+		    struct vt_odp_buf *dst, size_t doff, size_t len)
 {
 	return vt_send_recv(lb, src->p + soff, src->mr, dst->p + doff, dst->mr, len) == 0;
 }
 
 /* dst[doff, +len) == src[soff, +len) and the rest of dst is zero (never written). */
-static bool same(const struct odp_buf *src, size_t soff, const struct odp_buf *dst,
+static bool same(const struct vt_odp_buf *src, size_t soff, const struct vt_odp_buf *dst,
 		 size_t doff, size_t len)
 {
 	size_t i;
@@ -129,7 +71,7 @@ static bool same(const struct odp_buf *src, size_t soff, const struct odp_buf *d
 	return true;
 }
 
-static bool zero_outside(const struct odp_buf *b, size_t off, size_t len)
+static bool zero_outside(const struct vt_odp_buf *b, size_t off, size_t len)
 {
 	size_t i;
 
@@ -157,14 +99,14 @@ static const struct {
 static void test_first_touch(struct vt_loopback *lb)
 {
 	const struct vt_transfer *ops = vt_transfers;
-	struct odp_buf src, dst;
+	struct vt_odp_buf src, dst;
 	unsigned int o, s;
 	bool ok;
 
 	for (o = 0; o < VT_NTRANSFERS; o++) {
 		for (s = 0; s < NSHAPES; s++) {
-			ok = odp_buf_init(&src, lb->pd, buf_size, 0, ODP_ACCESS) &&
-			     odp_buf_init(&dst, lb->pd, buf_size, 0, ODP_ACCESS);
+			ok = vt_odp_buf_init(&src, lb->pd, buf_size, 0, VT_ODP_ACCESS) &&
+			     vt_odp_buf_init(&dst, lb->pd, buf_size, 0, VT_ODP_ACCESS);
 			if (ok) {
 				vt_fill(src.p, buf_size, o * 10 + s + 1);
 				if (ops[o].op == IBV_WR_SEND)
@@ -179,14 +121,14 @@ static void test_first_touch(struct vt_loopback *lb)
 			}
 			tap_ok(ok, "first touch, %s: %s (%zu bytes)", ops[o].name,
 			       shapes[s].what, shapes[s].len);
-			odp_buf_fini(&src);
-			odp_buf_fini(&dst);
+			vt_odp_buf_fini(&src);
+			vt_odp_buf_fini(&dst);
 		}
 	}
 }
 
 /* Transfer the whole of src to dst with op and check it. */
-static bool round_trip(struct vt_loopback *lb, struct odp_buf *src, struct odp_buf *dst,
+static bool round_trip(struct vt_loopback *lb, struct vt_odp_buf *src, struct vt_odp_buf *dst,
 		       enum ibv_wr_opcode op)
 {
 	return rdma_ok(lb, src, 0, dst, 0, src->size, op) && same(src, 0, dst, 0, src->size);
@@ -195,14 +137,14 @@ static bool round_trip(struct vt_loopback *lb, struct odp_buf *src, struct odp_b
 /* What happens to the buffers between operations must be seen by the next one. */
 static void test_invalidations(struct vt_loopback *lb)
 {
-	struct odp_buf src, dst;
+	struct vt_odp_buf src, dst;
 	unsigned char *p;
 	bool ok;
 	pid_t pid;
 	int status;
 
-	if (!odp_buf_init(&src, lb->pd, buf_size, 0, ODP_ACCESS) ||
-	    !odp_buf_init(&dst, lb->pd, buf_size, 0, ODP_ACCESS)) {
+	if (!vt_odp_buf_init(&src, lb->pd, buf_size, 0, VT_ODP_ACCESS) ||
+	    !vt_odp_buf_init(&dst, lb->pd, buf_size, 0, VT_ODP_ACCESS)) {
 		tap_bail("cannot register ODP MRs");
 	}
 
@@ -236,7 +178,7 @@ static void test_invalidations(struct vt_loopback *lb)
 	tap_ok(ok, "mprotect(PROT_READ) on the source: still read by the device");
 
 	/* mremap another mapping over the destination: its pages, not the old ones. */
-	p = map_anon(buf_size, PROT_READ | PROT_WRITE, 0);
+	p = vt_map_anon(buf_size, PROT_READ | PROT_WRITE, 0);
 	ok = p != NULL;
 	if (ok) {
 		memset(p, 0x5a, buf_size);
@@ -258,13 +200,13 @@ static void test_invalidations(struct vt_loopback *lb)
 	ok = ok && round_trip(lb, &dst, &src, IBV_WR_RDMA_READ);
 	tap_ok(ok, "fork (copy-on-write): the parent's WRITE and READ see its own pages");
 
-	odp_buf_fini(&src);
-	odp_buf_fini(&dst);
+	vt_odp_buf_fini(&src);
+	vt_odp_buf_fini(&dst);
 }
 
-static bool atomic_op(struct vt_loopback *lb, struct odp_buf *target, size_t off,
+static bool atomic_op(struct vt_loopback *lb, struct vt_odp_buf *target, size_t off,
 		      enum ibv_wr_opcode op, uint64_t compare_add, uint64_t swap,
-		      struct odp_buf *result, enum ibv_wc_status *status)
+		      struct vt_odp_buf *result, enum ibv_wc_status *status)
 {
 	struct ibv_sge sge = { (uintptr_t)result->p, 8, result->mr->lkey };
 	struct ibv_send_wr wr = { .wr_id = 9, .sg_list = &sge, .num_sge = 1, .opcode = op };
@@ -279,12 +221,12 @@ static bool atomic_op(struct vt_loopback *lb, struct odp_buf *target, size_t off
 static void test_atomics(struct vt_loopback *lb)
 {
 	enum ibv_wc_status status;
-	struct odp_buf target, result;
+	struct vt_odp_buf target, result;
 	uint64_t v;
 	bool ok;
 
-	ok = odp_buf_init(&target, lb->pd, buf_size, 0, ODP_ACCESS) &&
-	     odp_buf_init(&result, lb->pd, page_size, 0, ODP_ACCESS);
+	ok = vt_odp_buf_init(&target, lb->pd, buf_size, 0, VT_ODP_ACCESS) &&
+	     vt_odp_buf_init(&result, lb->pd, page_size, 0, VT_ODP_ACCESS);
 	if (!ok)
 		tap_bail("cannot register ODP MRs");
 
@@ -333,28 +275,28 @@ static void test_atomics(struct vt_loopback *lb)
 			       ibv_wc_status_str(wc.status));
 	}
 
-	odp_buf_fini(&target);
-	odp_buf_fini(&result);
+	vt_odp_buf_fini(&target);
+	vt_odp_buf_fini(&result);
 }
 
 /* 64 GiB of address space, no memory behind it until touched. */
 static void test_sparse(struct vt_loopback *lb)
 {
 	static const unsigned long long at[] = { 0, 17ULL << 30, SPARSE_SIZE - 4096 };
-	struct odp_buf big, src;
+	struct vt_odp_buf big, src;
 	unsigned int i;
 	bool ok;
 
-	ok = odp_buf_init(&big, lb->pd, SPARSE_SIZE, MAP_NORESERVE, ODP_ACCESS);
+	ok = vt_odp_buf_init(&big, lb->pd, SPARSE_SIZE, MAP_NORESERVE, VT_ODP_ACCESS);
 	if (!tap_ok(ok, "register a 64 GiB sparse ODP MR")) {
 		for (i = 0; i < 3; i++)
 			tap_skip("no 64 GiB MR", "64 GiB MR: page %u", i);
 		return;
 	}
-	if (!odp_buf_init(&src, lb->pd, page_size, 0, ODP_ACCESS))
+	if (!vt_odp_buf_init(&src, lb->pd, page_size, 0, VT_ODP_ACCESS))
 		tap_bail("cannot register an ODP MR");
 	for (i = 0; i < 3; i++) {
-		struct odp_buf window = { big.p + at[i], page_size, big.mr };
+		struct vt_odp_buf window = { big.p + at[i], page_size, big.mr };
 
 		vt_fill(src.p, page_size, 50 + i);
 		ok = rdma_ok(lb, &src, 0, &window, 0, page_size, IBV_WR_RDMA_WRITE) &&
@@ -364,8 +306,8 @@ static void test_sparse(struct vt_loopback *lb)
 		     vt_check(src.p, page_size, 50 + i) == -1;
 		tap_ok(ok, "64 GiB MR: WRITE and READ back one page at %llu MiB", at[i] >> 20);
 	}
-	odp_buf_fini(&src);
-	odp_buf_fini(&big);
+	vt_odp_buf_fini(&src);
+	vt_odp_buf_fini(&big);
 }
 
 /*
@@ -375,7 +317,7 @@ static void test_sparse(struct vt_loopback *lb)
  * writes the sources during the run; each transfer copies another window of them.
  */
 struct stress {
-	struct odp_buf src, dst;
+	struct vt_odp_buf src, dst;
 	atomic_bool stop;
 	atomic_long ops, bad, invalidations;
 };
@@ -391,8 +333,8 @@ static void *traffic(void *arg)
 {
 	struct worker *w = arg;
 	struct stress *st = w->st;
-	struct odp_buf src = { st->src.p + w->base, w->len, st->src.mr };
-	struct odp_buf dst = { st->dst.p + w->base, w->len, st->dst.mr };
+	struct vt_odp_buf src = { st->src.p + w->base, w->len, st->src.mr };
+	struct vt_odp_buf dst = { st->dst.p + w->base, w->len, st->dst.mr };
 	unsigned int n = 0;
 
 	while (!atomic_load(&st->stop)) {
@@ -429,8 +371,8 @@ static void test_stress(struct ibv_pd *pd)
 	int i, started = 0, failed = 0;
 	pid_t pid;
 
-	if (!odp_buf_init(&st.src, pd, STRESS_THREADS * buf_size, 0, ODP_ACCESS) ||
-	    !odp_buf_init(&st.dst, pd, STRESS_THREADS * buf_size, 0, ODP_ACCESS))
+	if (!vt_odp_buf_init(&st.src, pd, STRESS_THREADS * buf_size, 0, VT_ODP_ACCESS) ||
+	    !vt_odp_buf_init(&st.dst, pd, STRESS_THREADS * buf_size, 0, VT_ODP_ACCESS))
 		tap_bail("cannot register ODP MRs");
 	vt_fill(st.src.p, st.src.size, 99);
 	for (i = 0; i < STRESS_THREADS; i++) {
@@ -476,8 +418,8 @@ static void test_stress(struct ibv_pd *pd)
 	       atomic_load(&st.bad) == 0,
 	       "%d threads of verified RDMA traffic while a thread invalidates, %d ms",
 	       STRESS_THREADS, STRESS_MS);
-	odp_buf_fini(&st.src);
-	odp_buf_fini(&st.dst);
+	vt_odp_buf_fini(&st.src);
+	vt_odp_buf_fini(&st.dst);
 }
 
 /*
@@ -486,7 +428,7 @@ static void test_stress(struct ibv_pd *pd)
  */
 struct vanish {
 	struct vt_loopback *lb;
-	struct odp_buf *src, *dst;
+	struct vt_odp_buf *src, *dst;
 	atomic_bool gone;
 	atomic_int ok_before, failed;
 	atomic_int other;	/* completions that are neither */
@@ -519,7 +461,7 @@ static void *vanish_traffic(void *arg)
 
 static void test_vanishing_vma(void)
 {
-	struct odp_buf src, dst;
+	struct vt_odp_buf src, dst;
 	struct vt_loopback lb;
 	struct vanish v = { 0 };
 	pthread_t tid;
@@ -527,8 +469,8 @@ static void test_vanishing_vma(void)
 
 	if (vt_loopback_create(&lb, ctx, &opt))
 		tap_bail("no connected QP pair");
-	if (!odp_buf_init(&src, lb.pd, buf_size, 0, ODP_ACCESS) ||
-	    !odp_buf_init(&dst, lb.pd, buf_size, 0, ODP_ACCESS))
+	if (!vt_odp_buf_init(&src, lb.pd, buf_size, 0, VT_ODP_ACCESS) ||
+	    !vt_odp_buf_init(&dst, lb.pd, buf_size, 0, VT_ODP_ACCESS))
 		tap_bail("cannot register ODP MRs");
 	vt_fill(src.p, buf_size, 80);
 	v.lb = &lb;
@@ -547,14 +489,14 @@ static void test_vanishing_vma(void)
 	       "munmap of a remote ODP MR during RDMA WRITEs: %d landed, then a remote access error",
 	       atomic_load(&v.ok_before));
 	dst.p = NULL;
-	odp_buf_fini(&src);
-	odp_buf_fini(&dst);
+	vt_odp_buf_fini(&src);
+	vt_odp_buf_fini(&dst);
 	vt_loopback_destroy(&lb);
 }
 
 /* Post a request that must fail; then replace the QPs, which are in error now. */
-static void expect_failure(struct vt_loopback *lb, struct ibv_pd *pd, struct odp_buf *src,
-			   size_t soff, struct odp_buf *dst, size_t doff, size_t len,
+static void expect_failure(struct vt_loopback *lb, struct ibv_pd *pd, struct vt_odp_buf *src,
+			   size_t soff, struct vt_odp_buf *dst, size_t doff, size_t len,
 			   enum ibv_wr_opcode op, enum ibv_wc_status want, const char *what)
 {
 	enum ibv_wc_status status;
@@ -570,7 +512,7 @@ static void expect_failure(struct vt_loopback *lb, struct ibv_pd *pd, struct odp
 
 static void test_errors(void)
 {
-	struct odp_buf a, b, local;
+	struct vt_odp_buf a, b, local;
 	struct vt_loopback lb;
 	struct ibv_pd *pd;
 	struct ibv_mr *mr;
@@ -579,22 +521,22 @@ static void test_errors(void)
 	if (!pd || vt_loopback_create_on(&lb, ctx, &opt, pd))
 		tap_bail("no connected QP pair");
 	errno = 0;
-	mr = ibv_reg_mr(pd, NULL, 0, ODP_ACCESS);
+	mr = ibv_reg_mr(pd, NULL, 0, VT_ODP_ACCESS);
 	tap_ok(!mr && errno == EINVAL, "zero-length ODP MR: EINVAL (%s)",
 	       mr ? "registered" : strerror(errno));
 	if (mr)
 		ibv_dereg_mr(mr);
 	errno = 0;
-	mr = ibv_reg_mr(pd, (void *)(uintptr_t)-4096, 8192, ODP_ACCESS);
+	mr = ibv_reg_mr(pd, (void *)(uintptr_t)-4096, 8192, VT_ODP_ACCESS);
 	tap_ok(!mr && (errno == EINVAL || errno == EOVERFLOW),
 	       "ODP MR whose end overflows 64 bits: EINVAL or EOVERFLOW (%s)",
 	       mr ? "registered" : strerror(errno));
 	if (mr)
 		ibv_dereg_mr(mr);
 
-	if (!odp_buf_init(&a, pd, buf_size, 0, ODP_ACCESS) ||
-	    !odp_buf_init(&b, pd, buf_size, 0, ODP_ACCESS) ||
-	    !odp_buf_init(&local, pd, buf_size, 0,
+	if (!vt_odp_buf_init(&a, pd, buf_size, 0, VT_ODP_ACCESS) ||
+	    !vt_odp_buf_init(&b, pd, buf_size, 0, VT_ODP_ACCESS) ||
+	    !vt_odp_buf_init(&local, pd, buf_size, 0,
 			  IBV_ACCESS_ON_DEMAND | IBV_ACCESS_LOCAL_WRITE))
 		tap_bail("cannot register ODP MRs");
 	vt_fill(a.p, buf_size, 60);
@@ -612,64 +554,14 @@ static void test_errors(void)
 		       IBV_WC_SUCCESS, "RDMA WRITE from an unmapped part of an ODP MR fails");
 	munmap(b.p + 8 * page_size, buf_size - 8 * page_size);
 	b.size = 4 * page_size;		/* what is left mapped at the start */
-	odp_buf_fini(&a);
-	odp_buf_fini(&b);
-	odp_buf_fini(&local);
+	vt_odp_buf_fini(&a);
+	vt_odp_buf_fini(&b);
+	vt_odp_buf_fini(&local);
 	vt_loopback_destroy(&lb);
 	ibv_dealloc_pd(pd);
 }
 
 #define RXE_PARAMS "/sys/module/rdma_rxe/parameters/"
-
-static long read_long(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	long v = -1;
-
-	if (f) {
-		if (fscanf(f, "%ld", &v) != 1)
-			v = -1;
-		fclose(f);
-	}
-	return v;
-}
-
-static bool write_str(const char *path, const char *s)
-{
-	FILE *f = fopen(path, "w");
-	bool ok;
-
-	if (!f)
-		return false;
-	ok = fputs(s, f) >= 0;
-	return fclose(f) == 0 && ok;
-}
-
-static const char *const counter_names[] = {
-	"odp_page_faults", "odp_pages_faulted", "odp_pages_linked", "odp_pages_unlinked",
-	"odp_invalidations",
-};
-#define NCOUNTERS (sizeof(counter_names) / sizeof(counter_names[0]))
-
-/* The device's ODP counters; false when it has none. */
-static bool read_counters(long *v)
-{
-	char path[256];
-	unsigned int i;
-
-	/* The RDMA core serves hw_counters from a cache that lives 10 ms. */
-	usleep(20000);
-	for (i = 0; i < NCOUNTERS; i++) {
-		snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%u/hw_counters/%s",
-			 ibv_get_device_name(ctx->device), opt.port, counter_names[i]);
-		v[i] = read_long(path);
-		if (v[i] < 0)
-			return false;
-	}
-	return true;
-}
-
-static bool behind_iommu(void);
 
 /*
  * A known workload gives known counter deltas: one page written from an untouched
@@ -678,63 +570,37 @@ static bool behind_iommu(void);
  */
 static void test_counters(struct vt_loopback *lb)
 {
-	long before[NCOUNTERS], after[NCOUNTERS], linked;
-	struct odp_buf src, dst;
+	long before[VT_ODP_NCOUNTERS], after[VT_ODP_NCOUNTERS], linked;
+	struct vt_odp_buf src, dst;
 	bool ok;
 
-	if (!read_counters(before)) {
+	if (!vt_odp_counters(ctx, opt.port, before)) {
 		tap_skip("the device has no ODP counters", "ODP counters after a first touch");
 		tap_skip("the device has no ODP counters", "ODP counters after MADV_DONTNEED");
 		return;
 	}
-	if (!odp_buf_init(&src, lb->pd, page_size, 0, ODP_ACCESS) ||
-	    !odp_buf_init(&dst, lb->pd, page_size, 0, ODP_ACCESS))
+	if (!vt_odp_buf_init(&src, lb->pd, page_size, 0, VT_ODP_ACCESS) ||
+	    !vt_odp_buf_init(&dst, lb->pd, page_size, 0, VT_ODP_ACCESS))
 		tap_bail("cannot register ODP MRs");
 	vt_fill(src.p, page_size, 70);
-	ok = read_counters(before) && round_trip(lb, &src, &dst, IBV_WR_RDMA_WRITE) &&
-	     read_counters(after);
+	ok = vt_odp_counters(ctx, opt.port, before) && round_trip(lb, &src, &dst, IBV_WR_RDMA_WRITE) &&
+	     vt_odp_counters(ctx, opt.port, after);
 	/* Pages are linked for a DMA device unless the device uses them directly. */
-	linked = behind_iommu() ? 2 : after[2] - before[2];
+	linked = vt_behind_iommu(ctx, &opt) ? 2 : after[2] - before[2];
 	tap_ok(ok && after[0] - before[0] == 2 && after[1] - before[1] == 2 &&
 	       after[2] - before[2] == linked && after[3] == before[3],
 	       "ODP counters after a first touch: %ld faults, %ld pages faulted, %ld linked, %ld unlinked",
 	       after[0] - before[0], after[1] - before[1], after[2] - before[2],
 	       after[3] - before[3]);
 
-	ok = read_counters(before) && madvise(src.p, page_size, MADV_DONTNEED) == 0 &&
-	     madvise(dst.p, page_size, MADV_DONTNEED) == 0 && read_counters(after);
+	ok = vt_odp_counters(ctx, opt.port, before) && madvise(src.p, page_size, MADV_DONTNEED) == 0 &&
+	     madvise(dst.p, page_size, MADV_DONTNEED) == 0 && vt_odp_counters(ctx, opt.port, after);
 	tap_ok(ok && after[3] - before[3] == 2 && after[4] - before[4] == 2 &&
 	       after[0] == before[0],
 	       "ODP counters after MADV_DONTNEED: %ld invalidations, %ld pages unlinked",
 	       after[4] - before[4], after[3] - before[3]);
-	odp_buf_fini(&src);
-	odp_buf_fini(&dst);
-}
-
-/* Whether the device's network device sits in an IOMMU DMA domain. */
-static bool behind_iommu(void)
-{
-	char path[256], ndev[64] = "", type[32] = "";
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%u/gid_attrs/ndevs/%d",
-		 ibv_get_device_name(ctx->device), opt.port, opt.gid_index);
-	f = fopen(path, "r");
-	if (!f || !fgets(ndev, sizeof(ndev), f)) {
-		if (f)
-			fclose(f);
-		return false;
-	}
-	fclose(f);
-	ndev[strcspn(ndev, "\n")] = 0;
-	snprintf(path, sizeof(path), "/sys/class/net/%s/device/iommu_group/type", ndev);
-	f = fopen(path, "r");
-	if (!f)
-		return false;
-	if (!fgets(type, sizeof(type), f))
-		type[0] = 0;
-	fclose(f);
-	return !strncmp(type, "DMA", 3);
+	vt_odp_buf_fini(&src);
+	vt_odp_buf_fini(&dst);
 }
 
 int main(int argc, char **argv)
@@ -772,8 +638,8 @@ int main(int argc, char **argv)
 	       attr.odp_caps.per_transport_caps.rc_odp_caps);
 
 	/* rxe reads back every unlinked page in the IOMMU after each invalidation. */
-	checked_before = read_long(RXE_PARAMS "odp_links_checked");
-	if (checked_before >= 0 && !write_str(RXE_PARAMS "odp_check_links", "1"))
+	checked_before = vt_read_long(RXE_PARAMS "odp_links_checked");
+	if (checked_before >= 0 && !vt_write_str(RXE_PARAMS "odp_check_links", "1"))
 		tap_diag("cannot enable rxe's odp_check_links: %s", strerror(errno));
 
 	if (vt_loopback_create(&lb, ctx, &opt))
@@ -791,17 +657,17 @@ int main(int argc, char **argv)
 	if (checked_before < 0) {
 		tap_skip("the driver has no odp_links_checked parameter (not our rxe)",
 			 "no stale IOVA link after any invalidation");
-	} else if (!behind_iommu()) {
+	} else if (!vt_behind_iommu(ctx, &opt)) {
 		tap_skip("the network device has no IOMMU DMA domain: nothing to read back",
 			 "no stale IOVA link after any invalidation");
 	} else {
-		long checked = read_long(RXE_PARAMS "odp_links_checked") - checked_before;
+		long checked = vt_read_long(RXE_PARAMS "odp_links_checked") - checked_before;
 
 		/* A stale link is a kernel WARN, which the harness fails on. */
 		tap_ok(checked > 0, "%ld unlinked pages read back in the IOMMU after invalidations",
 		       checked);
 	}
-	write_str(RXE_PARAMS "odp_check_links", "0");
+	vt_write_str(RXE_PARAMS "odp_check_links", "0");
 	ibv_close_device(ctx);
 	return tap_done();
 }

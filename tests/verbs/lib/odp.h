@@ -1,0 +1,70 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * ODP helpers shared by the ODP test programs: untouched anonymous buffers registered
+ * as ODP MRs, the driver's ODP counters, whether the RDMA device's network device sits
+ * behind an IOMMU, and ibv_advise_mr() that reaches the kernel's ADVISE_MR method
+ * directly when the provider does not pass it on (Debian's rxe provider).
+ */
+#ifndef VT_ODP_H
+#define VT_ODP_H
+
+#include "verbs.h"
+
+#define VT_ODP_ACCESS (IBV_ACCESS_ON_DEMAND | IBV_ACCESS_LOCAL_WRITE | \
+		       IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
+		       IBV_ACCESS_REMOTE_ATOMIC)
+
+/* An anonymous buffer the CPU has not touched, registered as an ODP MR. */
+struct vt_odp_buf {
+	unsigned char *p;
+	size_t size;
+	struct ibv_mr *mr;
+};
+
+/* mmap() of size bytes, anonymous and private plus flags; NULL (reported) on failure. */
+unsigned char *vt_map_anon(size_t size, int prot, int flags);
+bool vt_odp_buf_init(struct vt_odp_buf *b, struct ibv_pd *pd, size_t size, int flags,
+		     int access);
+void vt_odp_buf_fini(struct vt_odp_buf *b);
+
+/* The ODP hardware counters of rxe, in this order. */
+enum vt_odp_counter {
+	VT_ODP_PAGE_FAULTS,
+	VT_ODP_PAGES_FAULTED,
+	VT_ODP_PAGES_LINKED,
+	VT_ODP_PAGES_UNLINKED,
+	VT_ODP_INVALIDATIONS,
+	VT_ODP_PREFETCH_REQUESTS,
+	VT_ODP_FAULT_ERRORS,
+	VT_ODP_NCOUNTERS
+};
+
+/* Read every ODP counter of the device's port; false when it has none. */
+bool vt_odp_counters(struct ibv_context *ctx, uint8_t port, long *v);
+
+/* Whether the device's network device (GID gid_index) sits in an IOMMU DMA domain. */
+bool vt_behind_iommu(struct ibv_context *ctx, const struct vt_options *opt);
+
+/*
+ * Move len bytes from src to dst with op (IBV_WR_SEND for SEND/RECV, RDMA WRITE or
+ * READ) and wait for it: true when every completion succeeded, else false (reported).
+ */
+bool vt_move(struct vt_loopback *lb, enum ibv_wr_opcode op, void *src, struct ibv_mr *src_mr,
+	     void *dst, struct ibv_mr *dst_mr, size_t len);
+
+/* Counter deltas: after[i] - before[i] for every ODP counter. */
+void vt_odp_delta(const long *before, const long *after, long *delta);
+
+/* A number read from a sysfs file, -1 when it cannot be read. */
+long vt_read_long(const char *path);
+bool vt_write_str(const char *path, const char *s);
+
+/*
+ * ibv_advise_mr(); when the provider answers EOPNOTSUPP, the kernel's ADVISE_MR
+ * method through the verbs ioctl on the context's command FD. Returns 0 or an errno
+ * value; *direct (may be NULL) tells which way it went.
+ */
+int vt_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
+		 struct ibv_sge *sg_list, uint32_t num_sge, bool *direct);
+
+#endif
