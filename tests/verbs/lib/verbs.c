@@ -116,7 +116,8 @@ static int qp_to_rts(struct ibv_qp *qp, uint32_t remote_qpn, const struct vt_loo
 		.qp_state = IBV_QPS_INIT,
 		.port_num = lb->port,
 		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-				   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC,
+				   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
+				   lb->extra_access,
 	};
 	int ret;
 
@@ -171,10 +172,20 @@ int vt_loopback_create(struct vt_loopback *lb, struct ibv_context *ctx,
 int vt_loopback_create_on(struct vt_loopback *lb, struct ibv_context *ctx,
 			  const struct vt_options *opt, struct ibv_pd *pd)
 {
-	struct ibv_qp_init_attr init = {
+	return vt_loopback_create_ex(lb, ctx, opt, pd, 0, 0);
+}
+
+int vt_loopback_create_ex(struct vt_loopback *lb, struct ibv_context *ctx,
+			  const struct vt_options *opt, struct ibv_pd *pd,
+			  uint64_t send_ops_flags, int extra_access)
+{
+	struct ibv_qp_init_attr_ex init = {
 		.qp_type = IBV_QPT_RC,
 		.cap = { .max_send_wr = 16, .max_recv_wr = 16, .max_send_sge = 4,
 			 .max_recv_sge = 4 },
+		.comp_mask = IBV_QP_INIT_ATTR_PD |
+			     (send_ops_flags ? IBV_QP_INIT_ATTR_SEND_OPS_FLAGS : 0),
+		.send_ops_flags = send_ops_flags,
 	};
 	int i, ret;
 
@@ -182,6 +193,7 @@ int vt_loopback_create_on(struct vt_loopback *lb, struct ibv_context *ctx,
 	lb->ctx = ctx;
 	lb->port = opt->port;
 	lb->gid_index = opt->gid_index;
+	lb->extra_access = extra_access;
 	ret = ibv_query_gid(ctx, lb->port, lb->gid_index, &lb->gid);
 	if (ret) {
 		fprintf(stderr, "ibv_query_gid(port %u, index %d): %s\n", lb->port,
@@ -203,12 +215,14 @@ int vt_loopback_create_on(struct vt_loopback *lb, struct ibv_context *ctx,
 		fprintf(stderr, "ibv_create_cq(%d entries): %s\n", VT_CQ_DEPTH, strerror(errno));
 		goto err;
 	}
+	init.pd = lb->pd;
 	init.send_cq = lb->send_cq;
 	init.recv_cq = lb->recv_cq;
 	for (i = 0; i < 2; i++) {
-		lb->qp[i] = ibv_create_qp(lb->pd, &init);
+		lb->qp[i] = ibv_create_qp_ex(ctx, &init);
 		if (!lb->qp[i]) {
-			fprintf(stderr, "ibv_create_qp(RC): %s\n", strerror(errno));
+			fprintf(stderr, "ibv_create_qp_ex(RC, send ops %#llx): %s\n",
+				(unsigned long long)send_ops_flags, strerror(errno));
 			goto err;
 		}
 	}

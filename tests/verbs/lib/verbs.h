@@ -35,6 +35,7 @@ struct vt_loopback {
 	uint8_t port;
 	int gid_index;
 	bool own_pd;		/* pd was allocated by vt_loopback_create */
+	int extra_access;	/* QP access flags beyond local/remote write, read, atomic */
 };
 
 int vt_loopback_create(struct vt_loopback *lb, struct ibv_context *ctx,
@@ -42,6 +43,13 @@ int vt_loopback_create(struct vt_loopback *lb, struct ibv_context *ctx,
 /* The same on an existing PD, which vt_loopback_destroy() then leaves alone. */
 int vt_loopback_create_on(struct vt_loopback *lb, struct ibv_context *ctx,
 			  const struct vt_options *opt, struct ibv_pd *pd);
+/*
+ * The same with QPs made by ibv_create_qp_ex() for the extended send operations
+ * send_ops_flags (IBV_QP_EX_WITH_*), and extra_access in the QPs' access flags.
+ */
+int vt_loopback_create_ex(struct vt_loopback *lb, struct ibv_context *ctx,
+			  const struct vt_options *opt, struct ibv_pd *pd,
+			  uint64_t send_ops_flags, int extra_access);
 void vt_loopback_destroy(struct vt_loopback *lb);
 
 /* Wait up to timeout_ms for one completion on cq. 0 on success, -1 on error or timeout. */

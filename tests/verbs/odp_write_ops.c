@@ -1,0 +1,229 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * RDMA ATOMIC WRITE and RDMA FLUSH on ODP MRs, and their ODP capability bits.
+ * ATOMIC WRITE goes through the provider's ibv_wr_atomic_write(); FLUSH, which
+ * Debian's provider lacks, through rxe's send queue directly (lib/rxe_raw.c). The
+ * counters show that an ATOMIC WRITE faults an untouched page once, and that a FLUSH
+ * faults nothing: it writes back what is present, whatever the size of the MR.
+ */
+#include "lib/odp.h"
+#include "lib/rxe_raw.h"
+#include "lib/tap.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define ODP_SUPPORT_FLUSH		(1 << 6)
+#define ODP_SUPPORT_ATOMIC_WRITE	(1 << 7)
+#define NPAGES				16
+#define SPARSE_SIZE			(64ULL << 30)
+#define ATOMIC_WRITE_CHECKS		3
+#define FLUSH_CHECKS			5
+
+static struct vt_options opt;
+static struct ibv_context *ctx;
+static size_t page_size, buf_size;
+
+static bool counters(long *v)
+{
+	if (vt_odp_counters(ctx, opt.port, v))
+		return true;
+	tap_diag("cannot read the ODP counters");
+	return false;
+}
+
+static bool atomic_write(struct vt_loopback *lb, void *addr, uint32_t rkey, uint64_t value)
+{
+	struct ibv_qp_ex *qpx = ibv_qp_to_qp_ex(lb->qp[0]);
+	struct ibv_wc wc;
+	int ret;
+
+	ibv_wr_start(qpx);
+	qpx->wr_id = 7;
+	qpx->wr_flags = IBV_SEND_SIGNALED;
+	ibv_wr_atomic_write(qpx, rkey, (uintptr_t)addr, &value);
+	ret = ibv_wr_complete(qpx);
+	if (ret) {
+		tap_diag("ibv_wr_complete(ATOMIC WRITE): %s", strerror(ret));
+		return false;
+	}
+	if (vt_poll_one(lb->send_cq, &wc, 5000))
+		return false;
+	if (wc.status != IBV_WC_SUCCESS) {
+		tap_diag("ATOMIC WRITE: %s", ibv_wc_status_str(wc.status));
+		return false;
+	}
+	return true;
+}
+
+static void test_atomic_write(void)
+{
+	long b[VT_ODP_NCOUNTERS], a[VT_ODP_NCOUNTERS], d[VT_ODP_NCOUNTERS];
+	struct vt_loopback lb;
+	struct vt_odp_buf t;
+	uint64_t *word;
+	bool ok;
+	int i;
+
+	if (vt_loopback_create_ex(&lb, ctx, &opt, NULL, IBV_QP_EX_WITH_ATOMIC_WRITE, 0)) {
+		for (i = 0; i < ATOMIC_WRITE_CHECKS; i++)
+			tap_skip("the provider cannot make QPs with ATOMIC WRITE",
+				 "ATOMIC WRITE on ODP, check %d", i + 1);
+		return;
+	}
+	if (!vt_odp_buf_init(&t, lb.pd, buf_size, 0, VT_ODP_ACCESS))
+		tap_bail("cannot register an ODP MR");
+	word = (uint64_t *)(t.p + 3 * page_size + 64);
+
+	ok = counters(b) && atomic_write(&lb, word, t.mr->rkey, 0x1122334455667788ULL) &&
+	     counters(a);
+	vt_odp_delta(b, a, d);
+	tap_ok(ok && *word == 0x1122334455667788ULL && d[VT_ODP_PAGE_FAULTS] == 1 &&
+	       d[VT_ODP_PAGES_FAULTED] == 1,
+	       "ATOMIC WRITE into an untouched ODP page: value %#llx, %ld fault, %ld page",
+	       (unsigned long long)*word, d[VT_ODP_PAGE_FAULTS], d[VT_ODP_PAGES_FAULTED]);
+
+	ok = counters(b) && atomic_write(&lb, word + 1, t.mr->rkey, 42) && counters(a);
+	vt_odp_delta(b, a, d);
+	tap_ok(ok && word[1] == 42 && d[VT_ODP_PAGE_FAULTS] == 0,
+	       "ATOMIC WRITE into the same page again: no fault (%ld)", d[VT_ODP_PAGE_FAULTS]);
+
+	ok = !madvise(t.p, buf_size, MADV_DONTNEED) && counters(b) &&
+	     atomic_write(&lb, word, t.mr->rkey, 7) && counters(a);
+	vt_odp_delta(b, a, d);
+	tap_ok(ok && *word == 7 && word[1] == 0 && d[VT_ODP_PAGE_FAULTS] == 1,
+	       "ATOMIC WRITE after MADV_DONTNEED: into the new page (%ld fault)",
+	       d[VT_ODP_PAGE_FAULTS]);
+	vt_odp_buf_fini(&t);
+	vt_loopback_destroy(&lb);
+}
+
+static bool flush(struct vt_loopback *lb, void *sq, void *addr, uint32_t len, uint32_t rkey,
+		  uint8_t level, enum ibv_wc_status *status)
+{
+	struct ibv_wc wc;
+
+	if (vt_rxe_post_flush(lb->qp[0], sq, 8, (uintptr_t)addr, len, rkey, VT_FLUSH_GLOBAL,
+			      level) || vt_poll_one(lb->send_cq, &wc, 5000))
+		return false;
+	*status = wc.status;
+	if (wc.status == IBV_WC_SUCCESS && wc.opcode != VT_WC_FLUSH) {
+		tap_diag("FLUSH completed as opcode %d", wc.opcode);
+		return false;
+	}
+	return true;
+}
+
+static void test_flush(void)
+{
+	long b[VT_ODP_NCOUNTERS], a[VT_ODP_NCOUNTERS], d[VT_ODP_NCOUNTERS];
+	const int access = VT_ODP_ACCESS | VT_ACCESS_FLUSH_GLOBAL;
+	enum ibv_wc_status st = IBV_WC_GENERAL_ERR;
+	struct vt_odp_buf t, sparse, noflush;
+	struct vt_rxe_maps before;
+	struct vt_loopback lb;
+	struct ibv_mr *imr;
+	void *sq;
+	bool ok;
+	int i;
+
+	if (vt_rxe_maps_read(ctx, &before) ||
+	    vt_loopback_create_ex(&lb, ctx, &opt, NULL, 0, VT_ACCESS_FLUSH_GLOBAL))
+		tap_bail("no connected QP pair for FLUSH");
+	sq = vt_rxe_sq_of_loopback(ctx, &before);
+	if (!sq) {
+		for (i = 0; i < FLUSH_CHECKS; i++)
+			tap_skip("cannot find rxe's send queue to post a FLUSH on",
+				 "FLUSH on ODP, check %d", i + 1);
+		vt_loopback_destroy(&lb);
+		return;
+	}
+	if (!vt_odp_buf_init(&t, lb.pd, buf_size, 0, access) ||
+	    !vt_odp_buf_init(&sparse, lb.pd, SPARSE_SIZE, MAP_NORESERVE, access) ||
+	    !vt_odp_buf_init(&noflush, lb.pd, buf_size, 0, VT_ODP_ACCESS))
+		tap_bail("cannot register ODP MRs");
+
+	/* Half the pages written by the device, so present; the rest untouched. */
+	vt_fill(noflush.p, buf_size / 2, 90);
+	ok = vt_move(&lb, IBV_WR_RDMA_WRITE, noflush.p, noflush.mr, t.p, t.mr, buf_size / 2) &&
+	     counters(b) && flush(&lb, sq, t.p, buf_size, t.mr->rkey, VT_FLUSH_RANGE, &st) &&
+	     counters(a);
+	vt_odp_delta(b, a, d);
+	tap_ok(ok && st == IBV_WC_SUCCESS && d[VT_ODP_PAGE_FAULTS] == 0 &&
+	       d[VT_ODP_PAGES_FAULTED] == 0 && vt_check(t.p, buf_size / 2, 90) < 0,
+	       "FLUSH (global, range) of an ODP MR half written: %s, %ld faults, %ld pages faulted",
+	       ibv_wc_status_str(st), d[VT_ODP_PAGE_FAULTS], d[VT_ODP_PAGES_FAULTED]);
+
+	ok = counters(b) && flush(&lb, sq, sparse.p, 0, sparse.mr->rkey, VT_FLUSH_MR, &st) &&
+	     counters(a);
+	vt_odp_delta(b, a, d);
+	tap_ok(ok && st == IBV_WC_SUCCESS && d[VT_ODP_PAGES_FAULTED] == 0,
+	       "FLUSH (global, whole MR) of an untouched %llu GiB ODP MR: %s, %ld pages faulted",
+	       SPARSE_SIZE >> 30, ibv_wc_status_str(st), d[VT_ODP_PAGES_FAULTED]);
+
+	imr = ibv_reg_mr(lb.pd, NULL, SIZE_MAX, access);
+	if (!imr) {
+		tap_skip("no implicit ODP", "FLUSH of an implicit MR");
+	} else {
+		vt_fill(t.p, buf_size, 91);	/* present in the CPU, not in the MR */
+		ok = counters(b) && flush(&lb, sq, t.p, buf_size, imr->rkey, VT_FLUSH_RANGE,
+					  &st) && counters(a);
+		vt_odp_delta(b, a, d);
+		tap_ok(ok && st == IBV_WC_SUCCESS && d[VT_ODP_PAGES_FAULTED] == 0,
+		       "FLUSH (global, range) through an implicit MR: %s, %ld pages faulted",
+		       ibv_wc_status_str(st), d[VT_ODP_PAGES_FAULTED]);
+		ibv_dereg_mr(imr);
+	}
+
+	/* Last: the error moves the QP to the error state. */
+	ok = flush(&lb, sq, noflush.p, page_size, noflush.mr->rkey, VT_FLUSH_RANGE, &st);
+	tap_ok(ok && st == IBV_WC_REM_ACCESS_ERR,
+	       "FLUSH of an ODP MR registered without FLUSH_GLOBAL: %s", ok ?
+	       ibv_wc_status_str(st) : "no completion");
+	tap_ok(vt_check(t.p, buf_size, 91) < 0, "the CPU's data is untouched by the flushes");
+
+	vt_odp_buf_fini(&noflush);
+	vt_odp_buf_fini(&sparse);
+	vt_odp_buf_fini(&t);
+	vt_loopback_destroy(&lb);
+}
+
+int main(int argc, char **argv)
+{
+	const int tests = 2 + ATOMIC_WRITE_CHECKS + FLUSH_CHECKS;
+	struct ibv_device_attr_ex attr;
+	long c[VT_ODP_NCOUNTERS];
+	uint32_t caps;
+	int i;
+
+	vt_parse_options(argc, argv, &opt);
+	page_size = sysconf(_SC_PAGESIZE);
+	buf_size = NPAGES * page_size;
+	tap_plan(tests);
+	ctx = vt_open_device(opt.dev);
+	if (!ctx)
+		tap_bail("no RDMA device");
+	if (ibv_query_device_ex(ctx, NULL, &attr))
+		tap_bail("ibv_query_device_ex: %s", strerror(errno));
+	if (!(attr.odp_caps.general_caps & IBV_ODP_SUPPORT) ||
+	    !vt_odp_counters(ctx, opt.port, c)) {
+		for (i = 0; i < tests; i++)
+			tap_skip(attr.odp_caps.general_caps & IBV_ODP_SUPPORT ?
+				 "the device has no ODP counters" :
+				 "ODP not supported by this device", "ODP write-op check %d", i + 1);
+		ibv_close_device(ctx);
+		return tap_done();
+	}
+	caps = attr.odp_caps.per_transport_caps.rc_odp_caps;
+	tap_ok(caps & ODP_SUPPORT_FLUSH, "RC ODP caps include FLUSH (0x%x)", caps);
+	tap_ok(caps & ODP_SUPPORT_ATOMIC_WRITE, "RC ODP caps include ATOMIC WRITE (0x%x)", caps);
+
+	test_atomic_write();
+	test_flush();
+	ibv_close_device(ctx);
+	return tap_done();
+}
