@@ -16,7 +16,7 @@ counters=/sys/class/infiniband/$RDMA_DEV/ports/1/hw_counters
 odp_pingpong() {
 	local c before=() after=() client_rc server_rc
 	local names=(odp_page_faults odp_pages_faulted odp_pages_linked odp_pages_unlinked
-		     odp_invalidations odp_fault_errors)
+		     odp_invalidations odp_prefetch_requests odp_fault_errors)
 
 	if ! ibv_devinfo -v -d "$RDMA_DEV" | grep -q ODP_SUPPORT; then
 		echo "ODP:          not supported by $RDMA_DEV on this kernel" >>"$report"

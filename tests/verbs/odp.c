@@ -218,9 +218,29 @@ static bool atomic_op(struct vt_loopback *lb, struct vt_odp_buf *target, size_t 
 	return vt_post_send_status(lb, lb->qp[0], &wr, status) == 0;
 }
 
-static void test_atomics(struct vt_loopback *lb)
+/*
+ * One atomic on the 8 bytes at target+off that must succeed and return old (when
+ * old is not NULL); *now receives the value there afterwards.
+ */
+static bool atomic_ok(struct vt_loopback *lb, struct vt_odp_buf *target, size_t off,
+		      enum ibv_wr_opcode op, uint64_t compare_add, uint64_t swap,
+		      struct vt_odp_buf *result, const uint64_t *old, uint64_t *now)
 {
 	enum ibv_wc_status status;
+	uint64_t v;
+	bool ok;
+
+	ok = atomic_op(lb, target, off, op, compare_add, swap, result, &status) &&
+	     status == IBV_WC_SUCCESS;
+	memcpy(&v, result->p, 8);
+	memcpy(now, target->p + off, 8);
+	return ok && (!old || v == *old);
+}
+
+static void test_atomics(struct vt_loopback *lb)
+{
+	const size_t off = 3 * page_size + 8;
+	const uint64_t zero = 0, five = 5;
 	struct vt_odp_buf target, result;
 	uint64_t v;
 	bool ok;
@@ -231,26 +251,16 @@ static void test_atomics(struct vt_loopback *lb)
 		tap_bail("cannot register ODP MRs");
 
 	/* Untouched: the responder faults in a zero page for writing. */
-	ok = atomic_op(lb, &target, 3 * page_size + 8, IBV_WR_ATOMIC_FETCH_AND_ADD, 5, 0,
-		       &result, &status) && status == IBV_WC_SUCCESS;
-	memcpy(&v, result.p, 8);
-	ok = ok && v == 0;
-	memcpy(&v, target.p + 3 * page_size + 8, 8);
+	ok = atomic_ok(lb, &target, off, IBV_WR_ATOMIC_FETCH_AND_ADD, 5, 0, &result, &zero, &v);
 	tap_ok(ok && v == 5, "fetch-and-add on an untouched page: old 0, new %llu",
 	       (unsigned long long)v);
 
-	ok = atomic_op(lb, &target, 3 * page_size + 8, IBV_WR_ATOMIC_CMP_AND_SWP, 5, 77,
-		       &result, &status) && status == IBV_WC_SUCCESS;
-	memcpy(&v, result.p, 8);
-	ok = ok && v == 5;
-	memcpy(&v, target.p + 3 * page_size + 8, 8);
+	ok = atomic_ok(lb, &target, off, IBV_WR_ATOMIC_CMP_AND_SWP, 5, 77, &result, &five, &v);
 	tap_ok(ok && v == 77, "compare-and-swap after it: old 5, new %llu",
 	       (unsigned long long)v);
 
 	ok = madvise(target.p, buf_size, MADV_DONTNEED) == 0 &&
-	     atomic_op(lb, &target, 3 * page_size + 8, IBV_WR_ATOMIC_FETCH_AND_ADD, 1, 0,
-		       &result, &status) && status == IBV_WC_SUCCESS;
-	memcpy(&v, target.p + 3 * page_size + 8, 8);
+	     atomic_ok(lb, &target, off, IBV_WR_ATOMIC_FETCH_AND_ADD, 1, 0, &result, NULL, &v);
 	tap_ok(ok && v == 1, "fetch-and-add after MADV_DONTNEED refaults a zero page");
 
 	{
