@@ -103,10 +103,42 @@ the IOMMU (rxe default); "virtual-dma": rxe.odp_virt_dma=1, pages used directly.
     print()
 
 
+def odp_lib_section(runs):
+    """runs: [(profile, rows of 40-odp-lib.csv)]"""
+    rows = []
+    for profile, csv_rows in runs:
+        v = {(r['section'], r['metric'], r['memory'], int(r['size_bytes'])):
+             (float(r['value']), r['unit']) for r in csv_rows}
+        for (section, metric, memory, size), (value, unit) in v.items():
+            if memory != 'odp':
+                continue
+            pinned = v.get((section, metric, 'pinned', size))
+            rows.append((profile, f'{section} {metric}', size_text(size), f'{value:.1f} {unit}',
+                         f'{pinned[0]:.1f} {unit}' if pinned else None,
+                         ratio(value, pinned[0]) if pinned else None))
+    table('''
+libibodp odp-bench: ODP against pinned memory on rxe (RC loopback), side by side in one run.
+registration: time to register (ODP maps nothing; pinned pins every page); first_touch:
+pages per second of the first transfer into (out of, for READ) memory the device never
+touched; steady: 1 MiB WRITE bandwidth and 64-byte WRITE latency; invalidate: a WRITE
+into present pages and an MADV_DONTNEED + WRITE cycle; prefetch: a first WRITE without
+and after a synchronous PREFETCH_WRITE. "ratio" = ODP / pinned.
+''', [('profile', '<14'), ('measurement', '<34'), ('size', '>8'), ('ODP', '>16'),
+      ('pinned', '>16'), ('ratio', '>8')], rows)
+
+
+def size_text(size):
+    for unit, shift in (('G', 30), ('M', 20), ('K', 10)):
+        if size >= 1 << shift and not size % (1 << shift):
+            return f'{size >> shift}{unit}'
+    return str(size)
+
+
 SECTIONS = [
     ('10-dma-map.csv', dma_map_section),
     ('20-hmm-dma.csv', hmm_dma_section),
     ('30-odp.csv', odp_section),
+    ('40-odp-lib.csv', odp_lib_section),
 ]
 
 

@@ -16,15 +16,17 @@ for p in "${profiles[@]}"; do
 done
 
 bash "$ROOT/scripts/deps.sh"
+# The guest's benchmark programs come from our source, whichever kernel runs.
+bash "$ROOT/scripts/kernel-source.sh"
 if [ -n "${KERNEL:-}" ]; then
 	[ -f "$KERNEL" ] || die "KERNEL=$KERNEL does not exist"
 	image=$(realpath "$KERNEL")
 else
-	bash "$ROOT/scripts/kernel-source.sh"
 	bash "$ROOT/scripts/kernel-build.sh" normal
 	image=$KOBJ/normal/arch/x86/boot/bzImage
 fi
 bash "$ROOT/scripts/build-bench.sh"
+bash "$ROOT/scripts/build-userspace.sh"
 
 bench=$BUILD/bench
 dirs=()
@@ -46,4 +48,5 @@ for p in "${profiles[@]}"; do
 	dirs+=("$out")
 done
 python3 "$ROOT/scripts/bench-report.py" "${dirs[@]}" | tee "$bench/report.txt"
-echo "make bench: report in $bench/report.txt"
+python3 "$ROOT/scripts/bench-plots.py" "$bench/plots" "${dirs[@]}"
+echo "make bench: report in $bench/report.txt, plots in $bench/plots/"

@@ -14,6 +14,8 @@ PACKAGES=(
 	# RDMA userspace that runs inside the guest (the guest mounts this machine's root)
 	rdma-core ibverbs-utils ibverbs-providers libibverbs-dev librdmacm-dev python3-pyverbs
 	perftest iproute2
+	# libibodp: host unit tests under valgrind, and the plots of `make bench`
+	valgrind pkg-config gnuplot-nox
 )
 KSRC_PKG=linux-source-6.12
 BASE=$(cat "$ROOT/kernel/BASE")

@@ -9,6 +9,7 @@ set -euo pipefail
 
 profile=${PROFILE:-iommu-strict}
 prepare_vm "$profile"
+bash "$ROOT/scripts/build-userspace.sh"
 
 out=$BUILD/run
 rm -rf "$out"

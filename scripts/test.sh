@@ -40,6 +40,21 @@ python3 "$ROOT/tests/rdma-core/unittest_to_tap.py" --expected /dev/null "$host/h
 python3 "$ROOT/scripts/results.py" tap harness "$host/summary.json" "$host/harness.tap"
 summaries+=("$host")
 
+# libibodp's host unit tests, each under valgrind: a memory error or a leak fails it.
+unit=$BUILD/results/host-libibodp
+rm -rf "$unit"
+mkdir -p "$unit"
+for t in "$BUILD"/userspace/tests/unit_*; do
+	name=$(basename "$t")
+	rc=0
+	valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
+		--log-file="$unit/$name.valgrind" "$t" >"$unit/$name.tap" 2>"$unit/$name.err" || rc=$?
+	[ $rc = 0 ] ||
+		echo "not ok - $name exited $rc under valgrind (see $unit/$name.valgrind)" >>"$unit/$name.tap"
+done
+python3 "$ROOT/scripts/results.py" tap libibodp "$unit/summary.json" "$unit"/unit_*.tap
+summaries+=("$unit")
+
 # Which kernels the chosen profiles need.
 declare -A image
 for p in "${profiles[@]}"; do

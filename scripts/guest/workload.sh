@@ -3,7 +3,9 @@
 # The guest side of `make run`: create soft-RoCE and run an RC ping-pong over it (server
 # and client on the same device, so every byte crosses rxe's full send and receive paths),
 # with the received data checked, on pinned memory and then on ODP memory with the ODP
-# counters before and after. Writes a report into the results folder.
+# counters before and after; then libibodp's odp-workload: RDMA WRITE and READ across ODP
+# MRs nothing touched before, part invalidated between rounds, every byte checked, with
+# its summary. Writes a report into the results folder.
 . "$(dirname "$0")/lib.sh"
 
 ITERS=${ITERS:-500}
@@ -51,6 +53,22 @@ odp_pingpong() {
 	fi
 }
 
+# libibodp's workload (userspace/tools/odp-workload.c) and its summary.
+library_workload() {
+	local rc=0
+
+	{
+		echo
+		echo "== ODP workload through libibodp (odp-workload) =="
+	} >>"$report"
+	timeout 300 "$BUILD/userspace/bin/odp-workload" --dev "$RDMA_DEV" >>"$report" 2>"$OUT/odp-workload.err" ||
+		rc=$?
+	if [ $rc -ne 0 ]; then
+		cat "$OUT/odp-workload.err" >>"$report"
+		guest_error "odp-workload failed (exit $rc); see $OUT/odp-workload.err"
+	fi
+}
+
 {
 	echo "kernel:       $(uname -r)"
 	echo "IOMMU group:  $(iommu_group_type) (NIC $(basename "$(readlink -f /sys/class/net/$NETDEV/device)"))"
@@ -79,6 +97,7 @@ if setup_rxe; then
 		guest_error "ibv_rc_pingpong failed (client $client_rc, server $server_rc); see $OUT/client.txt and $OUT/server.txt"
 	fi
 	odp_pingpong "${args[@]}"
+	library_workload
 fi
 teardown_rxe
 echo ok >"$OUT/done"

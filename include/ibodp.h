@@ -1,0 +1,158 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * libibodp: On-Demand Paging (ODP) memory regions for libibverbs applications.
+ *
+ * ODP MRs pin nothing: the device faults pages in when it first touches them and
+ * after every invalidation (munmap, MADV_DONTNEED, mprotect, fork...). Providers
+ * differ in what they support, and in how much of it they pass on to the kernel.
+ * This library answers the questions an application has: which device can do ODP
+ * and for which operations, how to register memory with an explicit policy when it
+ * cannot, how to prefetch (also where the provider has no ibv_advise_mr(), by the
+ * kernel's ADVISE_MR method directly), and what ODP did (the driver's counters).
+ *
+ * Errors: every function that can fail returns 0 (or a count) on success and a
+ * negative errno value on failure; ibodp_errmsg() then tells what failed and what
+ * to do about it, for the calling thread.
+ *
+ * Threads: all functions may be called from several threads at once, on the same
+ * device too, except that an MR must not be deregistered while another thread
+ * still uses it, and ibodp_close() must come last.
+ */
+#ifndef IBODP_H
+#define IBODP_H
+
+#include <infiniband/verbs.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The message of the calling thread's last failure ("" if none yet). */
+const char *ibodp_errmsg(void);
+
+/* An open RDMA device. */
+struct ibodp_dev;
+
+/*
+ * Open the device called @name, or with @name NULL the first device that supports
+ * ODP. -ENODEV when there is no such device (the message lists the devices there
+ * are). Setting IBODP_NO_ODP=1 in the environment makes every device look as if it
+ * had no ODP, to try an application's fallback path.
+ */
+int ibodp_open(const char *name, struct ibodp_dev **dev);
+void ibodp_close(struct ibodp_dev *dev);
+struct ibv_context *ibodp_context(const struct ibodp_dev *dev);
+const char *ibodp_name(const struct ibodp_dev *dev);
+
+/* Operations a transport supports on ODP MRs (the kernel's bits). */
+enum ibodp_op {
+	IBODP_OP_SEND		= 1 << 0,
+	IBODP_OP_RECV		= 1 << 1,
+	IBODP_OP_WRITE		= 1 << 2,
+	IBODP_OP_READ		= 1 << 3,
+	IBODP_OP_ATOMIC		= 1 << 4,
+	IBODP_OP_SRQ_RECV	= 1 << 5,
+	IBODP_OP_FLUSH		= 1 << 6,
+	IBODP_OP_ATOMIC_WRITE	= 1 << 7,
+};
+
+struct ibodp_caps {
+	bool explicit_odp;	/* ODP MRs over a given range */
+	bool implicit_odp;	/* one ODP MR for the whole address space */
+	uint32_t rc, uc, ud, xrc;	/* enum ibodp_op bits per transport */
+};
+
+int ibodp_query_caps(const struct ibodp_dev *dev, struct ibodp_caps *caps);
+
+/*
+ * "explicit implicit; RC: SEND RECV WRITE ...; UD: ..." or "no ODP", into @buf
+ * (always terminated when @size > 0). Returns the length of the whole string, as
+ * snprintf() does, or a negative errno.
+ */
+int ibodp_caps_str(const struct ibodp_caps *caps, char *buf, size_t size);
+
+/* What to register. */
+enum ibodp_kind {
+	IBODP_EXPLICIT,		/* an ODP MR over [addr, addr + length) */
+	IBODP_IMPLICIT,		/* an ODP MR over everything (addr NULL, length SIZE_MAX) */
+	IBODP_PINNED,		/* an ordinary MR: pages pinned at registration */
+};
+
+/* What to do when the device cannot register the kind asked for. */
+enum ibodp_fallback {
+	IBODP_FAIL,		/* fail with -EOPNOTSUPP */
+	IBODP_FALLBACK_PINNED,	/* register the range pinned instead (not for implicit) */
+};
+
+struct ibodp_mr {
+	struct ibv_mr *mr;	/* the verbs MR: lkey, rkey */
+	enum ibodp_kind kind;	/* what was registered */
+	bool fell_back;		/* pinned, although ODP was asked for */
+	struct ibodp_dev *dev;
+	void *addr;
+	size_t length;
+};
+
+/*
+ * Register memory of @pd. @access: IBV_ACCESS_* flags without IBV_ACCESS_ON_DEMAND
+ * (the kind decides). With IBODP_FALLBACK_PINNED an MR that cannot be ODP is pinned
+ * and (*mr)->fell_back says so; the message says why.
+ */
+int ibodp_reg_mr(struct ibodp_dev *dev, struct ibv_pd *pd, void *addr, size_t length,
+		 int access, enum ibodp_kind kind, enum ibodp_fallback fallback,
+		 struct ibodp_mr **mr);
+int ibodp_dereg_mr(struct ibodp_mr *mr);
+
+/* ibodp_prefetch() flags. */
+enum ibodp_prefetch_flags {
+	IBODP_PREFETCH_WRITE	= 1 << 0,	/* fault for writing */
+	IBODP_PREFETCH_NO_FAULT	= 1 << 1,	/* only map what is present */
+	IBODP_PREFETCH_SYNC	= 1 << 2,	/* done when the call returns */
+};
+
+/*
+ * Ask the device to fault (or with IBODP_PREFETCH_NO_FAULT, map what is present
+ * of) [addr, addr + length) of @mr ahead of use. Asynchronous unless
+ * IBODP_PREFETCH_SYNC. A pinned MR needs nothing: 0. When the provider answers
+ * EOPNOTSUPP, the request goes to the kernel's ADVISE_MR method directly; @direct
+ * (may be NULL) tells whether it did.
+ */
+int ibodp_prefetch(struct ibodp_mr *mr, void *addr, size_t length, unsigned int flags,
+		   bool *direct);
+
+/* The driver's ODP counters of one port (rdma hw_counters: odp_*). */
+struct ibodp_counters {
+	uint64_t page_faults;		/* faults the device took */
+	uint64_t pages_faulted;		/* pages those faults brought in */
+	uint64_t pages_linked;		/* pages mapped for the device's DMA */
+	uint64_t pages_unlinked;	/* pages given up on invalidation */
+	uint64_t invalidations;		/* invalidations that took pages away */
+	uint64_t prefetch_requests;	/* ibv_advise_mr() prefetch requests */
+	uint64_t fault_errors;		/* faults that failed */
+};
+
+/* -EOPNOTSUPP when the driver has no ODP counters. */
+int ibodp_read_counters(const struct ibodp_dev *dev, uint8_t port,
+			struct ibodp_counters *counters);
+/* @delta = @after - @before, counter by counter (@delta may be either). */
+void ibodp_counters_delta(const struct ibodp_counters *before,
+			  const struct ibodp_counters *after, struct ibodp_counters *delta);
+/* "page_faults 3  pages_faulted 16 ..." as ibodp_caps_str() does. */
+int ibodp_counters_str(const struct ibodp_counters *counters, char *buf, size_t size);
+
+/*
+ * How the device's DMA reaches memory, for reports: "IOMMU strict (DMA, dmar0)",
+ * "IOMMU lazy (DMA-FQ, ...)", "IOMMU passthrough", "no IOMMU" or "no DMA device
+ * (virtual)", from the network device under GID @gid_index of @port.
+ */
+int ibodp_dma_mode(const struct ibodp_dev *dev, uint8_t port, int gid_index, char *buf,
+		   size_t size);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* IBODP_H */

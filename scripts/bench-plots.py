@@ -1,0 +1,168 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Draw the plots of a `make bench` run with gnuplot, as PNG files.
+
+  bench-plots.py OUTDIR DIR...   DIR: one results folder per VM profile (build/bench/PROFILE)
+
+For each profile and each benchmark that wrote its CSV: the data (.dat), the gnuplot
+script (.gp) and the picture (.png) in OUTDIR, so a plot can be redrawn or restyled by
+hand. Prints the PNG files it wrote; exit status 1 when gnuplot failed.
+"""
+import csv
+import os
+import subprocess
+import sys
+
+STYLE = '''set terminal png size 960,560 font ",11"
+set grid ytics
+set key top left
+set style fill solid 0.8 border -1
+'''
+
+
+def read_csv(path):
+    if not os.path.exists(path):
+        return []
+    with open(path, newline='') as f:
+        return list(csv.DictReader(f))
+
+
+def write(path, text):
+    with open(path, 'w') as f:
+        f.write(text)
+
+
+def plot(outdir, name, data, script):
+    """Write NAME.dat and NAME.gp, run gnuplot; the PNG path, or None on failure."""
+    dat, gp, png = (os.path.join(outdir, f'{name}.{ext}') for ext in ('dat', 'gp', 'png'))
+    write(dat, data)
+    write(gp, STYLE + f'set output "{png}"\n' + script.replace('DATA', f'"{dat}"'))
+    r = subprocess.run(['gnuplot', gp], capture_output=True, text=True)
+    if r.returncode:
+        print(f'gnuplot {gp}: {r.stderr.strip()}', file=sys.stderr)
+        return None
+    return png
+
+
+def dma_map(outdir, profile, rows):
+    cost = {}
+    for r in rows:
+        cost.setdefault(int(r['pages']), {})[r['mode']] = (float(r['map_ns_per_page']) +
+                                                          float(r['unmap_ns_per_page']))
+    data = '# pages one-by-one iova preallocated\n' + ''.join(
+        f'{p} {c.get("pages", "NaN")} {c.get("iova", "NaN")} {c.get("iova-link", "NaN")}\n'
+        for p, c in sorted(cost.items()))
+    return plot(outdir, f'dma-map-{profile}', data, f'''
+set title "DMA mapping cost per page, map + unmap ({profile})"
+set xlabel "pages per mapping"
+set ylabel "ns per page"
+set logscale x 2
+set logscale y
+plot DATA using 1:2 with linespoints lw 2 title "dma\\\\_map\\\\_page() one by one", \\
+     DATA using 1:3 with linespoints lw 2 title "IOVA: link each page, one sync", \\
+     DATA using 1:4 with linespoints lw 2 title "preallocated IOVA"
+''')
+
+
+def hmm_dma(outdir, profile, rows):
+    data = '# pages single run\n' + ''.join(
+        f'{r["pages"]} {r["single_ns_per_page"]} {r["run_ns_per_page"]}\n' for r in rows)
+    return plot(outdir, f'hmm-dma-{profile}', data, f'''
+set title "HMM DMA helpers: mapping a faulted run ({profile})"
+set xlabel "pages in the run"
+set ylabel "ns per page"
+set logscale x 2
+plot DATA using 1:2 with linespoints lw 2 title "hmm\\\\_dma\\\\_map\\\\_pfn() per page", \\
+     DATA using 1:3 with linespoints lw 2 title "hmm\\\\_dma\\\\_map\\\\_pfns(), one sync"
+''')
+
+
+def odp_lib(outdir, profile, rows):
+    v = {(r['section'], r['metric'], r['memory'], int(r['size_bytes'])): float(r['value'])
+         for r in rows}
+    pngs = []
+    sizes = sorted({s for (sec, _, _, s) in v if sec == 'registration'})
+    data = '# size_KiB odp_us pinned_us\n' + ''.join(
+        f'{s >> 10} {v.get(("registration", "register", "odp", s), "NaN")} '
+        f'{v.get(("registration", "register", "pinned", s), "NaN")}\n' for s in sizes)
+    pngs.append(plot(outdir, f'odp-registration-{profile}', data, f'''
+set title "Registering an MR: ODP against pinned ({profile})"
+set xlabel "MR size (KiB)"
+set ylabel "time to register (us)"
+set logscale xy
+plot DATA using 1:2 with linespoints lw 2 title "ODP (no pages)", \\
+     DATA using 1:3 with linespoints lw 2 title "pinned (every page)"
+'''))
+    ops = [(sec, m) for (sec, m, mem, _) in v if sec == 'first_touch' and mem == 'odp']
+    data = '# operation odp pinned\n' + ''.join(
+        f'"{m}" {val} {v.get((sec, m, "pinned", s), "NaN")}\n'
+        for (sec, m, mem, s), val in v.items() if sec == 'first_touch' and mem == 'odp')
+    if ops:
+        pngs.append(plot(outdir, f'odp-first-touch-{profile}', data, f'''
+set title "First touch: pages per second of the first transfer ({profile})"
+set ylabel "pages per second"
+set style data histograms
+set style histogram clustered gap 1
+set yrange [0:*]
+plot DATA using 2:xtic(1) title "ODP (faults)", DATA using 3 title "pinned"
+'''))
+    rows_out = []
+    for sec, m, label in (('steady', 'write_bandwidth', 'WRITE MB/s'),
+                          ('steady', 'write_latency', 'WRITE latency us')):
+        o = [val for (s2, m2, mem, _), val in v.items() if (s2, m2, mem) == (sec, m, 'odp')]
+        p = [val for (s2, m2, mem, _), val in v.items() if (s2, m2, mem) == (sec, m, 'pinned')]
+        if o and p:
+            rows_out.append(f'"{label}" {o[0]} {p[0]}\n')
+    if rows_out:
+        pngs.append(plot(outdir, f'odp-steady-{profile}', '# metric odp pinned\n' +
+                         ''.join(rows_out), f'''
+set title "Steady state: ODP against pinned ({profile})"
+set style data histograms
+set style histogram clustered gap 1
+set yrange [0:*]
+plot DATA using 2:xtic(1) title "ODP", DATA using 3 title "pinned"
+'''))
+    bars = [('invalidate', 'write', 'WRITE, pages present'),
+            ('invalidate', 'dontneed_and_write', 'MADV\\_DONTNEED + WRITE'),
+            ('prefetch', 'write_cold', 'first WRITE, no prefetch'),
+            ('prefetch', 'prefetch_write', 'PREFETCH\\_WRITE'),
+            ('prefetch', 'write_after_prefetch', 'first WRITE after prefetch')]
+    data = ''.join(f'"{label}" {val}\n' for sec, m, label in bars
+                   for (s2, m2, mem, _), val in v.items() if (s2, m2) == (sec, m))
+    if data:
+        pngs.append(plot(outdir, f'odp-invalidate-prefetch-{profile}', '# what us\n' + data, f'''
+set title "Invalidate + refault, and prefetch (ODP, {profile})"
+set ylabel "us"
+set style data histograms
+set yrange [0:*]
+set xtics rotate by -20
+plot DATA using 2:xtic(1) notitle
+'''))
+    return pngs
+
+
+def main():
+    if len(sys.argv) < 3:
+        sys.exit(__doc__)
+    outdir, dirs = sys.argv[1], sys.argv[2:]
+    os.makedirs(outdir, exist_ok=True)
+    pngs = []
+    for d in dirs:
+        profile = os.path.basename(os.path.normpath(d))
+        rows = read_csv(os.path.join(d, '10-dma-map.csv'))
+        if rows:
+            pngs.append(dma_map(outdir, profile, rows))
+        rows = read_csv(os.path.join(d, '20-hmm-dma.csv'))
+        if rows:
+            pngs.append(hmm_dma(outdir, profile, rows))
+        rows = read_csv(os.path.join(d, '40-odp-lib.csv'))
+        if rows:
+            pngs.extend(odp_lib(outdir, profile, rows))
+    for p in pngs:
+        if p:
+            print(f'plot: {p}')
+    return 1 if None in pngs or not pngs else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

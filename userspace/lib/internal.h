@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/* libibodp internals shared by its source files. */
+#ifndef IBODP_INTERNAL_H
+#define IBODP_INTERNAL_H
+
+#include "ibodp.h"
+
+#include <pthread.h>
+
+struct ibodp_dev {
+	struct ibv_context *ctx;
+	struct ibv_device_attr_ex attr;
+	bool no_odp;			/* IBODP_NO_ODP=1: pretend there is no ODP */
+	pthread_once_t driver_once;	/* the uAPI driver id, found on first need */
+	int driver_id;			/* -1: none found */
+};
+
+/*
+ * Record a failure for ibodp_errmsg(): the formatted text, then strerror(err) when
+ * err is not 0. Returns -err, so that `return ibodp_fail(EINVAL, ...)` reads well.
+ */
+int ibodp_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Record a note that is not a failure (a fallback taken); ibodp_errmsg() shows it. */
+void ibodp_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/* snprintf() into buf + *len that tolerates a full buffer, tracking the whole length. */
+void ibodp_append(char *buf, size_t size, size_t *len, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* The kernel's ADVISE_MR method through the verbs ioctl. Returns 0 or an errno. */
+int ibodp_advise_mr_ioctl(struct ibodp_dev *dev, struct ibv_pd *pd, uint32_t advice,
+			  uint32_t flags, struct ibv_sge *sge, uint32_t num_sge);
+
+#endif

@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/* Registering memory with a policy, and prefetching it. */
+#include "internal.h"
+
+#include <errno.h>
+#include <rdma/ib_user_ioctl_cmds.h>
+#include <rdma/ib_user_ioctl_verbs.h>
+#include <rdma/rdma_user_ioctl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+
+static const char *const kind_names[] = { "explicit ODP", "implicit ODP", "pinned" };
+
+/* Whether the device can register @kind as ODP; if not, why (for the message). */
+static const char *odp_missing(const struct ibodp_dev *dev, enum ibodp_kind kind)
+{
+	struct ibodp_caps caps;
+
+	ibodp_query_caps(dev, &caps);
+	if (!caps.explicit_odp)
+		return dev->no_odp ? "IBODP_NO_ODP is set" : "ODP not supported by this device";
+	if (kind == IBODP_IMPLICIT && !caps.implicit_odp)
+		return "implicit ODP not supported by this device";
+	return NULL;
+}
+
+int ibodp_reg_mr(struct ibodp_dev *dev, struct ibv_pd *pd, void *addr, size_t length,
+		 int access, enum ibodp_kind kind, enum ibodp_fallback fallback,
+		 struct ibodp_mr **mrp)
+{
+	const char *missing = NULL;
+	struct ibodp_mr *mr;
+	int err;
+
+	if (!mrp)
+		return ibodp_fail(EINVAL, "ibodp_reg_mr: no place for the MR (mr is NULL)");
+	*mrp = NULL;
+	if (!dev || !pd)
+		return ibodp_fail(EINVAL, "ibodp_reg_mr: %s is NULL", dev ? "pd" : "dev");
+	if ((unsigned int)kind > IBODP_PINNED)
+		return ibodp_fail(EINVAL, "ibodp_reg_mr: unknown kind %d", kind);
+	if ((unsigned int)fallback > IBODP_FALLBACK_PINNED)
+		return ibodp_fail(EINVAL, "ibodp_reg_mr: unknown fallback policy %d", fallback);
+	if (access & IBV_ACCESS_ON_DEMAND)
+		return ibodp_fail(EINVAL, "ibodp_reg_mr: leave IBV_ACCESS_ON_DEMAND out of the access flags, the kind says it");
+	if (kind == IBODP_IMPLICIT) {
+		if (addr || length != SIZE_MAX)
+			return ibodp_fail(EINVAL, "an implicit ODP MR covers everything: pass addr NULL and length SIZE_MAX");
+		if (fallback == IBODP_FALLBACK_PINNED)
+			return ibodp_fail(EINVAL, "an implicit ODP MR cannot fall back to pinned memory (the whole address space); use IBODP_FAIL");
+	} else if (!addr || !length) {
+		return ibodp_fail(EINVAL, "ibodp_reg_mr: %s", addr ? "empty range (length 0)" :
+				  "addr is NULL (use IBODP_IMPLICIT for the whole address space)");
+	}
+
+	mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return ibodp_fail(ENOMEM, "ibodp_reg_mr");
+	mr->dev = dev;
+	mr->addr = addr;
+	mr->length = length;
+	mr->kind = kind;
+	if (kind != IBODP_PINNED) {
+		missing = odp_missing(dev, kind);
+		if (missing && fallback == IBODP_FAIL) {
+			free(mr);
+			return ibodp_fail(EOPNOTSUPP, "cannot register %zu bytes as %s on %s: %s",
+					  length, kind_names[kind], ibodp_name(dev), missing);
+		}
+		if (missing) {
+			mr->kind = IBODP_PINNED;
+			mr->fell_back = true;
+		}
+	}
+	if (mr->kind != IBODP_PINNED)
+		access |= IBV_ACCESS_ON_DEMAND;
+	mr->mr = ibv_reg_mr(pd, addr, length, access);
+	if (!mr->mr) {
+		err = errno ? errno : EINVAL;
+		ibodp_fail(err, "cannot register %zu bytes at %p as %s on %s%s", length, addr,
+			   kind_names[mr->kind], ibodp_name(dev),
+			   err == ENOMEM && mr->kind == IBODP_PINNED ?
+			   " (pinned memory counts against RLIMIT_MEMLOCK: ulimit -l)" : "");
+		free(mr);
+		return -err;
+	}
+	if (mr->fell_back)
+		ibodp_note("registered %zu bytes pinned instead of as %s: %s", length,
+			   kind_names[kind], missing);
+	*mrp = mr;
+	return 0;
+}
+
+int ibodp_dereg_mr(struct ibodp_mr *mr)
+{
+	int ret;
+
+	if (!mr)
+		return 0;
+	ret = ibv_dereg_mr(mr->mr);
+	if (ret)
+		return ibodp_fail(ret, "cannot deregister the MR of %zu bytes at %p", mr->length,
+				  mr->addr);
+	free(mr);
+	return 0;
+}
+
+/*
+ * A verbs ioctl is only accepted with the driver id of the device's uAPI, which
+ * libibverbs keeps to itself. Find it once: a request with an advice no driver knows
+ * fails in the driver (EOPNOTSUPP) with the right id, and before it with another.
+ */
+static int probe_ioctl(struct ibodp_dev *dev, uint32_t driver_id, uint32_t advice,
+		       uint32_t flags, struct ibv_sge *sge, uint32_t num_sge, uint32_t pd)
+{
+	struct {
+		struct ib_uverbs_ioctl_hdr hdr;
+		struct ib_uverbs_attr attrs[4];
+	} cmd = {
+		.hdr = {
+			.length = sizeof(cmd),
+			.object_id = UVERBS_OBJECT_MR,
+			.method_id = UVERBS_METHOD_ADVISE_MR,
+			.num_attrs = 4,
+			.driver_id = driver_id,
+		},
+		.attrs = {
+			{ .attr_id = UVERBS_ATTR_ADVISE_MR_PD_HANDLE,
+			  .flags = UVERBS_ATTR_F_MANDATORY, .data = pd },
+			/* Constants travel as 64-bit values. */
+			{ .attr_id = UVERBS_ATTR_ADVISE_MR_ADVICE, .len = sizeof(uint64_t),
+			  .flags = UVERBS_ATTR_F_MANDATORY, .data = advice },
+			{ .attr_id = UVERBS_ATTR_ADVISE_MR_FLAGS, .len = sizeof(uint32_t),
+			  .flags = UVERBS_ATTR_F_MANDATORY, .data = flags },
+			{ .attr_id = UVERBS_ATTR_ADVISE_MR_SGE_LIST,
+			  .len = num_sge * sizeof(*sge), .flags = UVERBS_ATTR_F_MANDATORY,
+			  .data = (uintptr_t)sge },
+		},
+	};
+
+	_Static_assert(sizeof(struct ibv_sge) == sizeof(struct ib_uverbs_sge), "sge layout");
+	return ioctl(dev->ctx->cmd_fd, RDMA_VERBS_IOCTL, &cmd) ? errno : 0;
+}
+
+/* Enough past the highest id rdma-core knows today for newer kernels. */
+#define DRIVER_IDS	64
+
+static struct ibodp_dev *probing;	/* the device of the running pthread_once */
+static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void find_driver_id(void)
+{
+	struct ibodp_dev *dev = probing;
+	struct ibv_sge sge = { 0, 1, 0 };
+	struct ibv_pd *pd = ibv_alloc_pd(dev->ctx);
+	int id;
+
+	if (!pd)
+		return;
+	for (id = 0; id < DRIVER_IDS && dev->driver_id < 0; id++)
+		if (probe_ioctl(dev, id, 0xff, IB_UVERBS_ADVISE_MR_FLAG_FLUSH, &sge, 1,
+				pd->handle) == EOPNOTSUPP)
+			dev->driver_id = id;
+	ibv_dealloc_pd(pd);
+}
+
+int ibodp_advise_mr_ioctl(struct ibodp_dev *dev, struct ibv_pd *pd, uint32_t advice,
+			  uint32_t flags, struct ibv_sge *sge, uint32_t num_sge)
+{
+	/* pthread_once() takes no argument: one device probes at a time. */
+	pthread_mutex_lock(&probe_lock);
+	probing = dev;
+	pthread_once(&dev->driver_once, find_driver_id);
+	pthread_mutex_unlock(&probe_lock);
+	if (dev->driver_id < 0)
+		return EOPNOTSUPP;
+	return probe_ioctl(dev, dev->driver_id, advice, flags, sge, num_sge, pd->handle);
+}
+
+/* An SGE covers at most 4 GiB - 1; a longer range takes several. */
+#define SGE_MAX		0x80000000u
+
+int ibodp_prefetch(struct ibodp_mr *mr, void *addr, size_t length, unsigned int flags,
+		   bool *direct)
+{
+	enum ibv_advise_mr_advice advice;
+	struct ibv_sge *sge;
+	uint32_t i, n;
+	uintptr_t a;
+	int ret;
+
+	if (direct)
+		*direct = false;
+	if (!mr)
+		return ibodp_fail(EINVAL, "ibodp_prefetch: mr is NULL");
+	if (flags & ~(IBODP_PREFETCH_WRITE | IBODP_PREFETCH_NO_FAULT | IBODP_PREFETCH_SYNC))
+		return ibodp_fail(EINVAL, "ibodp_prefetch: unknown flags %#x", flags);
+	if ((flags & IBODP_PREFETCH_WRITE) && (flags & IBODP_PREFETCH_NO_FAULT))
+		return ibodp_fail(EINVAL, "ibodp_prefetch: NO_FAULT maps what is present; it cannot be for writing");
+	if (!length)
+		return 0;
+	if (mr->kind != IBODP_IMPLICIT &&
+	    ((uintptr_t)addr < (uintptr_t)mr->addr ||
+	     (uintptr_t)addr - (uintptr_t)mr->addr > mr->length ||
+	     length > mr->length - ((uintptr_t)addr - (uintptr_t)mr->addr)))
+		return ibodp_fail(EINVAL, "prefetch of %zu bytes at %p is outside the MR (%zu bytes at %p)",
+				  length, addr, mr->length, mr->addr);
+	if (mr->kind == IBODP_PINNED)
+		return 0;	/* pinned pages are there already */
+
+	advice = flags & IBODP_PREFETCH_WRITE ? IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE :
+		 flags & IBODP_PREFETCH_NO_FAULT ? IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT :
+		 IBV_ADVISE_MR_ADVICE_PREFETCH;
+	n = (uint32_t)((length + SGE_MAX - 1) / SGE_MAX);
+	sge = calloc(n, sizeof(*sge));
+	if (!sge)
+		return ibodp_fail(ENOMEM, "ibodp_prefetch");
+	for (i = 0, a = (uintptr_t)addr; i < n; i++, a += SGE_MAX) {
+		sge[i].addr = a;
+		sge[i].length = i + 1 < n ? SGE_MAX : (uint32_t)(length - (size_t)i * SGE_MAX);
+		sge[i].lkey = mr->mr->lkey;
+	}
+	ret = ibv_advise_mr(mr->mr->pd, advice,
+			    flags & IBODP_PREFETCH_SYNC ? IBV_ADVISE_MR_FLAG_FLUSH : 0, sge, n);
+	if (ret == EOPNOTSUPP) {
+		if (direct)
+			*direct = true;
+		ret = ibodp_advise_mr_ioctl(mr->dev, mr->mr->pd, advice,
+					    flags & IBODP_PREFETCH_SYNC ?
+					    IB_UVERBS_ADVISE_MR_FLAG_FLUSH : 0, sge, n);
+	}
+	free(sge);
+	if (ret == EOPNOTSUPP)
+		return ibodp_fail(ret, "prefetch on %s: neither the provider nor the kernel driver supports ADVISE_MR",
+				  ibodp_name(mr->dev));
+	if (ret)
+		return ibodp_fail(ret, "prefetch of %zu bytes at %p (%s)", length, addr,
+				  ret == EFAULT ? "part of the range is not mapped" :
+				  ret == EPERM ? "the MR is not writable for a PREFETCH_WRITE" :
+				  ret == ENOENT ? "the MR is gone" : "rejected by the driver");
+	return 0;
+}

@@ -1,0 +1,214 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * libibodp on a real device (the guest's soft-RoCE): opening by name and by
+ * capability, the capabilities against what libibverbs reports, the three kinds of
+ * registration and the fallback policy (IBODP_NO_ODP=1 plays a device without ODP),
+ * prefetch through the kernel's ADVISE_MR when the provider lacks it, counters and
+ * their deltas, and the DMA mode. Transfers check their data; counters prove faults.
+ */
+#include "check.h"
+#include "ibodp.h"
+#include "verbs.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ)
+#define NPAGES 16
+
+static struct vt_options opt;
+static size_t page_size, size;
+
+static unsigned char *map(size_t len)
+{
+	void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	return p == MAP_FAILED ? NULL : p;
+}
+
+static bool write_ok(struct vt_loopback *lb, void *src, struct ibodp_mr *s, void *dst,
+		     struct ibodp_mr *d, size_t len, unsigned int seed)
+{
+	enum ibv_wc_status st = IBV_WC_GENERAL_ERR;
+
+	vt_fill(src, len, seed);
+	return !vt_rdma(lb, IBV_WR_RDMA_WRITE, src, s->mr, dst, d->mr, len, &st) &&
+	       st == IBV_WC_SUCCESS && vt_check(dst, len, seed) < 0;
+}
+
+static void test_open(struct ibodp_dev **devp)
+{
+	struct ibodp_dev *dev;
+	int ret;
+
+	ret = ibodp_open(NULL, &dev);
+	if (!check(!ret, "open the first ODP device: %s", ret ? ibodp_errmsg() : ibodp_name(dev)))
+		exit(checks_done());
+	*devp = dev;
+	if (opt.dev)
+		check(!strcmp(ibodp_name(dev), opt.dev), "it is %s", opt.dev);
+	ret = ibodp_open(ibodp_name(dev), &dev);
+	check(!ret, "open %s by name", ibodp_name(*devp));
+	ibodp_close(dev);
+	ret = ibodp_open("mlx5_99", &dev);
+	check(ret == -ENODEV && strstr(ibodp_errmsg(), ibodp_name(*devp)),
+	      "open a device that is not there: ENODEV, naming those there are (\"%s\")",
+	      ibodp_errmsg());
+}
+
+static void test_caps(struct ibodp_dev *dev)
+{
+	struct ibv_device_attr_ex attr;
+	struct ibodp_caps caps;
+	char text[256];
+
+	ibv_query_device_ex(ibodp_context(dev), NULL, &attr);
+	ibodp_query_caps(dev, &caps);
+	ibodp_caps_str(&caps, text, sizeof(text));
+	check(caps.explicit_odp && caps.rc == attr.odp_caps.per_transport_caps.rc_odp_caps &&
+	      caps.ud == attr.odp_caps.per_transport_caps.ud_odp_caps &&
+	      caps.implicit_odp == !!(attr.odp_caps.general_caps & IBV_ODP_SUPPORT_IMPLICIT),
+	      "caps agree with ibv_query_device_ex: %s", text);
+	check(strstr(text, "RC: SEND RECV WRITE READ ATOMIC") != NULL,
+	      "RC supports SEND, RECV, WRITE, READ and ATOMIC on ODP");
+}
+
+static void test_kinds(struct ibodp_dev *dev, struct vt_loopback *lb)
+{
+	struct ibodp_counters before, after, d;
+	struct ibodp_mr *src, *dst, *imr;
+	unsigned char *a = map(size), *b = map(size);
+	int ret;
+
+	if (ibodp_reg_mr(dev, lb->pd, a, size, ACCESS, IBODP_PINNED, IBODP_FAIL, &src) ||
+	    ibodp_reg_mr(dev, lb->pd, b, size, ACCESS, IBODP_EXPLICIT, IBODP_FAIL, &dst)) {
+		check(false, "register pinned and explicit ODP MRs: %s", ibodp_errmsg());
+		return;
+	}
+	check(src->kind == IBODP_PINNED && dst->kind == IBODP_EXPLICIT && !dst->fell_back,
+	      "pinned and explicit ODP MRs registered as asked");
+	ret = ibodp_read_counters(dev, opt.port, &before);
+	check(!ret && write_ok(lb, a, src, b, dst, size, 1) &&
+	      !ibodp_read_counters(dev, opt.port, &after),
+	      "RDMA WRITE into the untouched ODP MR: data right");
+	ibodp_counters_delta(&before, &after, &d);
+	check(d.page_faults >= 1 && d.pages_faulted == NPAGES,
+	      "counters: %llu faults brought in %llu pages (want %d)",
+	      (unsigned long long)d.page_faults, (unsigned long long)d.pages_faulted, NPAGES);
+
+	ret = ibodp_reg_mr(dev, lb->pd, NULL, SIZE_MAX, ACCESS, IBODP_IMPLICIT, IBODP_FAIL, &imr);
+	check(!ret && imr->kind == IBODP_IMPLICIT, "implicit ODP MR: %s",
+	      ret ? ibodp_errmsg() : "registered");
+	if (!ret) {
+		check(write_ok(lb, a, src, b + 100, imr, size - 100, 2),
+		      "RDMA WRITE through the implicit MR's rkey: data right");
+		check(!ibodp_dereg_mr(imr), "implicit MR deregistered");
+	}
+	ibodp_dereg_mr(dst);
+	ibodp_dereg_mr(src);
+	munmap(a, size);
+	munmap(b, size);
+}
+
+static void test_prefetch(struct ibodp_dev *dev, struct vt_loopback *lb)
+{
+	struct ibodp_counters before, after, d;
+	unsigned char *p = map(size);
+	struct ibodp_mr *mr;
+	bool direct;
+	int ret;
+
+	if (ibodp_reg_mr(dev, lb->pd, p, size, ACCESS, IBODP_EXPLICIT, IBODP_FAIL, &mr)) {
+		check(false, "register for prefetch: %s", ibodp_errmsg());
+		return;
+	}
+	ibodp_read_counters(dev, opt.port, &before);
+	ret = ibodp_prefetch(mr, p, size, IBODP_PREFETCH_WRITE | IBODP_PREFETCH_SYNC, &direct);
+	ibodp_read_counters(dev, opt.port, &after);
+	ibodp_counters_delta(&before, &after, &d);
+	check(!ret && d.prefetch_requests == 1 && d.pages_faulted == NPAGES,
+	      "sync PREFETCH_WRITE (%s): %s, %llu pages faulted",
+	      direct ? "kernel ADVISE_MR directly" : "through the provider",
+	      ret ? ibodp_errmsg() : "ok", (unsigned long long)d.pages_faulted);
+	ret = ibodp_prefetch(mr, p + size / 2, size, 0, NULL);
+	check(ret == -EINVAL && strstr(ibodp_errmsg(), "outside the MR"),
+	      "prefetch past the MR refused: \"%s\"", ibodp_errmsg());
+	munmap(p + page_size, page_size);
+	ret = ibodp_prefetch(mr, p, 2 * page_size, IBODP_PREFETCH_SYNC, NULL);
+	check(ret == -EFAULT && strstr(ibodp_errmsg(), "not mapped"),
+	      "sync prefetch over a hole: EFAULT, \"%s\"", ibodp_errmsg());
+	ibodp_dereg_mr(mr);
+	munmap(p, size);
+}
+
+/* IBODP_NO_ODP=1: a device without ODP, for the fallback policy. */
+static void test_fallback(struct vt_loopback *lb, const char *name)
+{
+	unsigned char *a = map(size), *b = map(size);
+	struct ibodp_mr *src, *dst;
+	struct ibodp_dev *dev;
+	struct ibodp_caps caps;
+	int ret;
+
+	setenv("IBODP_NO_ODP", "1", 1);
+	ret = ibodp_open(NULL, &dev);
+	check(ret == -ENODEV && strstr(ibodp_errmsg(), "IBODP_NO_ODP is set"),
+	      "no ODP anywhere: opening the first ODP device fails (\"%s\")", ibodp_errmsg());
+	if (ibodp_open(name, &dev)) {
+		check(false, "open %s by name: %s", name, ibodp_errmsg());
+		return;
+	}
+	ibodp_query_caps(dev, &caps);
+	check(!caps.explicit_odp, "the device shows no ODP");
+	ret = ibodp_reg_mr(dev, lb->pd, b, size, ACCESS, IBODP_EXPLICIT, IBODP_FAIL, &dst);
+	check(ret == -EOPNOTSUPP && strstr(ibodp_errmsg(), "IBODP_NO_ODP"),
+	      "explicit ODP with IBODP_FAIL: EOPNOTSUPP (\"%s\")", ibodp_errmsg());
+	ret = ibodp_reg_mr(dev, lb->pd, b, size, ACCESS, IBODP_EXPLICIT, IBODP_FALLBACK_PINNED,
+			   &dst);
+	check(!ret && dst->fell_back && dst->kind == IBODP_PINNED &&
+	      strstr(ibodp_errmsg(), "pinned instead"),
+	      "explicit ODP with IBODP_FALLBACK_PINNED: pinned, and said (\"%s\")", ibodp_errmsg());
+	if (!ret && !ibodp_reg_mr(dev, lb->pd, a, size, ACCESS, IBODP_PINNED, IBODP_FAIL, &src)) {
+		check(write_ok(lb, a, src, b, dst, size, 3), "the fallback MR carries data");
+		check(ibodp_prefetch(dst, b, size, IBODP_PREFETCH_SYNC, NULL) == 0,
+		      "prefetch of the fallback MR: nothing to do, success");
+		ibodp_dereg_mr(src);
+	}
+	if (!ret)
+		ibodp_dereg_mr(dst);
+	ibodp_close(dev);
+	unsetenv("IBODP_NO_ODP");
+	munmap(a, size);
+	munmap(b, size);
+}
+
+int main(int argc, char **argv)
+{
+	struct ibodp_dev *dev;
+	struct vt_loopback lb;
+	char mode[128], name[64];
+	int ret;
+
+	vt_parse_options(argc, argv, &opt);
+	page_size = sysconf(_SC_PAGESIZE);
+	size = NPAGES * page_size;
+	test_open(&dev);
+	snprintf(name, sizeof(name), "%s", ibodp_name(dev));
+	test_caps(dev);
+	ret = ibodp_dma_mode(dev, opt.port, opt.gid_index, mode, sizeof(mode));
+	check(ret > 0 && (strstr(mode, "IOMMU") || strstr(mode, "virtual")),
+	      "DMA mode: %s", ret > 0 ? mode : ibodp_errmsg());
+	if (vt_loopback_create(&lb, ibodp_context(dev), &opt)) {
+		check(false, "a connected QP pair");
+		return checks_done();
+	}
+	test_kinds(dev, &lb);
+	test_prefetch(dev, &lb);
+	test_fallback(&lb, name);
+	vt_loopback_destroy(&lb);
+	ibodp_close(dev);
+	return checks_done();
+}

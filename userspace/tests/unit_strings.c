@@ -1,0 +1,86 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * Host unit tests, no device needed: capabilities and counters as text (also into
+ * buffers too small), counter deltas, and the caps of a device as the library reads
+ * them from its attributes (with IBODP_NO_ODP honoured).
+ */
+#include "check.h"
+#include "internal.h"
+
+#include <errno.h>
+#include <string.h>
+
+static void test_caps_str(void)
+{
+	struct ibodp_caps caps = {
+		.explicit_odp = true, .implicit_odp = true,
+		.rc = IBODP_OP_SEND | IBODP_OP_WRITE | IBODP_OP_FLUSH | IBODP_OP_ATOMIC_WRITE,
+		.ud = IBODP_OP_RECV | (1u << 12),
+	};
+	const char *want = "explicit implicit; RC: SEND WRITE FLUSH ATOMIC_WRITE; UD: RECV 0x1000";
+	char buf[128], small[10];
+	int n;
+
+	n = ibodp_caps_str(&caps, buf, sizeof(buf));
+	check(n == (int)strlen(want) && !strcmp(buf, want), "caps as text: \"%s\"", buf);
+	n = ibodp_caps_str(&caps, small, sizeof(small));
+	check(n == (int)strlen(want) && !strcmp(small, "explicit "),
+	      "caps into a 10-byte buffer: truncated to \"%s\", full length %d", small, n);
+	check(ibodp_caps_str(&caps, NULL, 0) == (int)strlen(want),
+	      "caps length asked with no buffer");
+	memset(&caps, 0, sizeof(caps));
+	ibodp_caps_str(&caps, buf, sizeof(buf));
+	check(!strcmp(buf, "no ODP"), "no caps: \"%s\"", buf);
+	check(ibodp_caps_str(NULL, buf, sizeof(buf)) == -EINVAL &&
+	      strstr(ibodp_errmsg(), "caps is NULL"), "NULL caps: EINVAL, \"%s\"", ibodp_errmsg());
+}
+
+static void test_counters(void)
+{
+	struct ibodp_counters a = { 10, 20, 30, 40, 50, 60, 70 };
+	struct ibodp_counters b = { 11, 36, 46, 40, 52, 61, 70 }, d;
+	char buf[256];
+
+	ibodp_counters_delta(&a, &b, &d);
+	check(d.page_faults == 1 && d.pages_faulted == 16 && d.pages_linked == 16 &&
+	      d.pages_unlinked == 0 && d.invalidations == 2 && d.prefetch_requests == 1 &&
+	      d.fault_errors == 0, "counter deltas, field by field");
+	ibodp_counters_delta(&a, &b, &b);
+	check(!memcmp(&b, &d, sizeof(d)), "delta into its own 'after' argument");
+	ibodp_counters_str(&d, buf, sizeof(buf));
+	check(!strcmp(buf, "page_faults 1  pages_faulted 16  pages_linked 16  pages_unlinked 0  "
+			   "invalidations 2  prefetch_requests 1  fault_errors 0"),
+	      "counters as text: \"%s\"", buf);
+}
+
+static void test_query_caps(void)
+{
+	struct ibodp_dev dev = { 0 };
+	struct ibodp_caps caps;
+	int ret;
+
+	dev.attr.odp_caps.general_caps = IBV_ODP_SUPPORT | IBV_ODP_SUPPORT_IMPLICIT;
+	dev.attr.odp_caps.per_transport_caps.rc_odp_caps = 0xff;
+	dev.attr.odp_caps.per_transport_caps.ud_odp_caps = 0x23;
+	dev.attr.xrc_odp_caps = 0x1;
+	ret = ibodp_query_caps(&dev, &caps);
+	check(!ret && caps.explicit_odp && caps.implicit_odp && caps.rc == 0xff &&
+	      caps.ud == 0x23 && caps.uc == 0 && caps.xrc == 1,
+	      "caps read from the device attributes");
+	dev.no_odp = true;
+	ret = ibodp_query_caps(&dev, &caps);
+	check(!ret && !caps.explicit_odp && !caps.implicit_odp && !caps.rc,
+	      "IBODP_NO_ODP: the same device shows no ODP");
+	dev.no_odp = false;
+	dev.attr.odp_caps.general_caps = 0;
+	ret = ibodp_query_caps(&dev, &caps);
+	check(!ret && !caps.explicit_odp && !caps.rc, "no IBV_ODP_SUPPORT: no ODP at all");
+}
+
+int main(void)
+{
+	test_caps_str();
+	test_counters();
+	test_query_caps();
+	return checks_done();
+}
