@@ -8,12 +8,16 @@
 #   make kernel                                      build our kernel only
 #   make export-patches                              kernel commits -> kernel/patches/
 #   make check-series [FROM=N]                       checkpatch --strict, each patch builds, W=1
+#   make install [PREFIX=/usr/local] [DESTDIR=]      libibodp, its header, pkg-config file,
+#                                                    tools and man pages
 #   make clean                                       remove build/ (keeps apt packages)
 PROFILE ?=
 KERNEL ?=
 SUITES ?=
 BENCH_SECONDS ?=
 FROM ?=
+PREFIX ?= /usr/local
+DESTDIR ?=
 export PROFILE KERNEL SUITES BENCH_SECONDS FROM
 
 test:
@@ -39,7 +43,10 @@ export-patches:
 check-series:
 	@bash scripts/check-series.sh
 
+install:
+	$(MAKE) -C userspace O=$(CURDIR)/build/userspace install PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
+
 clean:
 	rm -rf build
 
-.PHONY: test bench run shell kernel export-patches check-series clean
+.PHONY: test bench run shell kernel export-patches check-series install clean

@@ -52,7 +52,9 @@ for t in "$BUILD"/userspace/tests/unit_*; do
 	[ $rc = 0 ] ||
 		echo "not ok - $name exited $rc under valgrind (see $unit/$name.valgrind)" >>"$unit/$name.tap"
 done
-python3 "$ROOT/scripts/results.py" tap libibodp "$unit/summary.json" "$unit"/unit_*.tap
+bash "$ROOT/scripts/check-install.sh" >"$unit/install.tap"
+python3 "$ROOT/scripts/results.py" tap libibodp "$unit/summary.json" "$unit"/unit_*.tap \
+	"$unit/install.tap"
 summaries+=("$unit")
 
 # Which kernels the chosen profiles need.
