@@ -15,9 +15,11 @@
 #define VT_WR_FLUSH		14
 #define VT_WC_FLUSH		8
 #define VT_FLUSH_GLOBAL		(1 << 0)
+#define VT_FLUSH_PERSISTENT	(1 << 1)
 #define VT_FLUSH_RANGE		0
 #define VT_FLUSH_MR		1
 #define VT_ACCESS_FLUSH_GLOBAL	(1 << 8)
+#define VT_ACCESS_FLUSH_PERSISTENT (1 << 9)
 
 /* The mappings of rxe queues of a context: snapshot before creating a loopback. */
 struct vt_rxe_maps {
