@@ -13,7 +13,7 @@ import os
 import subprocess
 import sys
 
-STYLE = '''set terminal png size 960,560 font ",11"
+STYLE = '''set terminal png size 960,560 font ",11" noenhanced
 set grid ytics
 set key top left
 set style fill solid 0.8 border -1
@@ -58,7 +58,7 @@ set xlabel "pages per mapping"
 set ylabel "ns per page"
 set logscale x 2
 set logscale y
-plot DATA using 1:2 with linespoints lw 2 title "dma\\\\_map\\\\_page() one by one", \\
+plot DATA using 1:2 with linespoints lw 2 title "dma_map_page() one by one", \\
      DATA using 1:3 with linespoints lw 2 title "IOVA: link each page, one sync", \\
      DATA using 1:4 with linespoints lw 2 title "preallocated IOVA"
 ''')
@@ -72,8 +72,8 @@ set title "HMM DMA helpers: mapping a faulted run ({profile})"
 set xlabel "pages in the run"
 set ylabel "ns per page"
 set logscale x 2
-plot DATA using 1:2 with linespoints lw 2 title "hmm\\\\_dma\\\\_map\\\\_pfn() per page", \\
-     DATA using 1:3 with linespoints lw 2 title "hmm\\\\_dma\\\\_map\\\\_pfns(), one sync"
+plot DATA using 1:2 with linespoints lw 2 title "hmm_dma_map_pfn() per page", \\
+     DATA using 1:3 with linespoints lw 2 title "hmm_dma_map_pfns(), one sync"
 ''')
 
 
@@ -122,11 +122,11 @@ set style histogram clustered gap 1
 set yrange [0:*]
 plot DATA using 2:xtic(1) title "ODP", DATA using 3 title "pinned"
 '''))
-    bars = [('invalidate', 'write', 'WRITE, pages present'),
-            ('invalidate', 'dontneed_and_write', 'MADV\\_DONTNEED + WRITE'),
-            ('prefetch', 'write_cold', 'first WRITE, no prefetch'),
-            ('prefetch', 'prefetch_write', 'PREFETCH\\_WRITE'),
-            ('prefetch', 'write_after_prefetch', 'first WRITE after prefetch')]
+    bars = [('invalidate', 'write', 'WRITE 1M, present'),
+            ('invalidate', 'dontneed_and_write', 'MADV_DONTNEED + WRITE 1M'),
+            ('prefetch', 'write_cold', 'first WRITE 4M'),
+            ('prefetch', 'prefetch_write', 'PREFETCH_WRITE 4M'),
+            ('prefetch', 'write_after_prefetch', 'first WRITE 4M after prefetch')]
     data = ''.join(f'"{label}" {val}\n' for sec, m, label in bars
                    for (s2, m2, mem, _), val in v.items() if (s2, m2) == (sec, m))
     if data:

@@ -20,7 +20,10 @@ def read_csv(path):
 
 
 def ratio(a, b):
-    return f'{a / b:.2f}x' if b else 'n/a'
+    if not b:
+        return 'n/a'
+    r = a / b
+    return f'{r:.2f}x' if r >= 0.1 else f'{r:.2g}x'
 
 
 def table(intro, columns, rows):
@@ -125,6 +128,17 @@ into present pages and an MADV_DONTNEED + WRITE cycle; prefetch: a first WRITE w
 and after a synchronous PREFETCH_WRITE. "ratio" = ODP / pinned.
 ''', [('profile', '<14'), ('measurement', '<34'), ('size', '>8'), ('ODP', '>16'),
       ('pinned', '>16'), ('ratio', '>8')], rows)
+    for profile, csv_rows in runs:
+        v = {(r['section'], r['metric']): float(r['value']) for r in csv_rows}
+        w, dw = v.get(('invalidate', 'write')), v.get(('invalidate', 'dontneed_and_write'))
+        cold, pf, after = (v.get(('prefetch', m)) for m in
+                           ('write_cold', 'prefetch_write', 'write_after_prefetch'))
+        if w and dw:
+            print(f'{profile}: invalidate + refault costs {ratio(dw, w)} a WRITE into present pages')
+        if cold and pf and after:
+            print(f'{profile}: a first WRITE after PREFETCH_WRITE takes {ratio(after, cold)} the '
+                  f'time of one without; prefetch + WRITE {ratio(pf + after, cold)}')
+    print()
 
 
 def size_text(size):
