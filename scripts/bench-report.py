@@ -127,7 +127,7 @@ touched; steady: 1 MiB WRITE bandwidth and 64-byte WRITE latency; invalidate: a 
 into present pages and an MADV_DONTNEED + WRITE cycle; prefetch: a first WRITE without
 and after a synchronous PREFETCH_WRITE. "ratio" = ODP / pinned.
 ''', [('profile', '<14'), ('measurement', '<34'), ('size', '>8'), ('ODP', '>16'),
-      ('pinned', '>16'), ('ratio', '>8')], rows)
+      ('pinned', '>16'), ('ratio', '>10')], rows)
     for profile, csv_rows in runs:
         v = {(r['section'], r['metric']): float(r['value']) for r in csv_rows}
         w, dw = v.get(('invalidate', 'write')), v.get(('invalidate', 'dontneed_and_write'))
