@@ -11,6 +11,8 @@
 #include "verbs.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -144,6 +146,65 @@ static void test_prefetch(struct ibodp_dev *dev, struct vt_loopback *lb)
 	munmap(p, size);
 }
 
+/* Several threads registering, prefetching and deregistering on one device at once. */
+struct thread_arg {
+	struct ibodp_dev *dev;
+	struct ibv_pd *pd;
+	int failures;
+	char msg[128];
+};
+
+static void *hammer(void *p)
+{
+	struct thread_arg *a = p;
+	struct ibodp_counters c;
+	struct ibodp_mr *mr;
+	unsigned char *buf;
+	int i;
+
+	for (i = 0; i < 20; i++) {
+		buf = map(size);
+		if (!buf || ibodp_reg_mr(a->dev, a->pd, buf, size, ACCESS, IBODP_EXPLICIT, IBODP_FAIL,
+					 &mr) ||
+		    ibodp_prefetch(mr, buf, size, IBODP_PREFETCH_WRITE | IBODP_PREFETCH_SYNC, NULL) ||
+		    ibodp_read_counters(a->dev, opt.port, &c) || ibodp_dereg_mr(mr)) {
+			a->failures++;
+			snprintf(a->msg, sizeof(a->msg), "%s", ibodp_errmsg());
+		}
+		if (buf)
+			munmap(buf, size);
+	}
+	return NULL;
+}
+
+static void test_threads(struct vt_loopback *lb, const char *name)
+{
+	struct thread_arg args[4];
+	pthread_t t[4];
+	const char *msg = "";
+	struct ibodp_dev *dev;
+	int i, failures = 0;
+
+	/* A fresh device: the threads race for the first direct ADVISE_MR too. */
+	if (ibodp_open(name, &dev)) {
+		check(false, "open %s again: %s", name, ibodp_errmsg());
+		return;
+	}
+	for (i = 0; i < 4; i++) {
+		args[i] = (struct thread_arg){ .dev = dev, .pd = lb->pd };
+		pthread_create(&t[i], NULL, hammer, &args[i]);
+	}
+	for (i = 0; i < 4; i++) {
+		pthread_join(t[i], NULL);
+		failures += args[i].failures;
+		if (args[i].failures && !*msg)
+			msg = args[i].msg;
+	}
+	check(!failures, "4 threads x 20 register + sync prefetch + counters + deregister on one device: %d failed%s%s",
+	      failures, failures ? ", e.g. " : "", msg);
+	ibodp_close(dev);
+}
+
 /* IBODP_NO_ODP=1: a device without ODP, for the fallback policy. */
 static void test_fallback(struct vt_loopback *lb, const char *name)
 {
@@ -207,6 +268,7 @@ int main(int argc, char **argv)
 	}
 	test_kinds(dev, &lb);
 	test_prefetch(dev, &lb);
+	test_threads(&lb, name);
 	test_fallback(&lb, name);
 	vt_loopback_destroy(&lb);
 	ibodp_close(dev);
