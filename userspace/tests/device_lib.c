@@ -183,15 +183,26 @@ static void test_threads(struct vt_loopback *lb, const char *name)
 	pthread_t t[4];
 	const char *msg = "";
 	struct ibodp_dev *dev;
-	int i, failures = 0;
+	struct ibodp_mr *mr;
+	struct ibv_pd *pd;
+	int i, ret, failures = 0;
 
 	/* A fresh device: the threads race for the first direct ADVISE_MR too. */
 	if (ibodp_open(name, &dev)) {
 		check(false, "open %s again: %s", name, ibodp_errmsg());
 		return;
 	}
+	pd = ibv_alloc_pd(ibodp_context(dev));
+	if (!pd) {
+		check(false, "a PD on %s: %s", name, strerror(errno));
+		ibodp_close(dev);
+		return;
+	}
+	ret = ibodp_reg_mr(dev, lb->pd, lb, 64, ACCESS, IBODP_PINNED, IBODP_FAIL, &mr);
+	check(ret == -EINVAL && strstr(ibodp_errmsg(), "another device context"),
+	      "a PD of another device context is refused: \"%s\"", ibodp_errmsg());
 	for (i = 0; i < 4; i++) {
-		args[i] = (struct thread_arg){ .dev = dev, .pd = lb->pd };
+		args[i] = (struct thread_arg){ .dev = dev, .pd = pd };
 		pthread_create(&t[i], NULL, hammer, &args[i]);
 	}
 	for (i = 0; i < 4; i++) {
@@ -202,14 +213,16 @@ static void test_threads(struct vt_loopback *lb, const char *name)
 	}
 	check(!failures, "4 threads x 20 register + sync prefetch + counters + deregister on one device: %d failed%s%s",
 	      failures, failures ? ", e.g. " : "", msg);
+	ibv_dealloc_pd(pd);
 	ibodp_close(dev);
 }
 
 /* IBODP_NO_ODP=1: a device without ODP, for the fallback policy. */
-static void test_fallback(struct vt_loopback *lb, const char *name)
+static void test_fallback(const char *name)
 {
 	unsigned char *a = map(size), *b = map(size);
 	struct ibodp_mr *src, *dst;
+	struct vt_loopback own, *lb = &own;
 	struct ibodp_dev *dev;
 	struct ibodp_caps caps;
 	int ret;
@@ -220,6 +233,11 @@ static void test_fallback(struct vt_loopback *lb, const char *name)
 	      "no ODP anywhere: opening the first ODP device fails (\"%s\")", ibodp_errmsg());
 	if (ibodp_open(name, &dev)) {
 		check(false, "open %s by name: %s", name, ibodp_errmsg());
+		return;
+	}
+	if (vt_loopback_create(lb, ibodp_context(dev), &opt)) {
+		check(false, "a connected QP pair on the device without ODP");
+		ibodp_close(dev);
 		return;
 	}
 	ibodp_query_caps(dev, &caps);
@@ -240,6 +258,7 @@ static void test_fallback(struct vt_loopback *lb, const char *name)
 	}
 	if (!ret)
 		ibodp_dereg_mr(dst);
+	vt_loopback_destroy(lb);
 	ibodp_close(dev);
 	unsetenv("IBODP_NO_ODP");
 	munmap(a, size);
@@ -269,7 +288,7 @@ int main(int argc, char **argv)
 	test_kinds(dev, &lb);
 	test_prefetch(dev, &lb);
 	test_threads(&lb, name);
-	test_fallback(&lb, name);
+	test_fallback(name);
 	vt_loopback_destroy(&lb);
 	ibodp_close(dev);
 	return checks_done();
