@@ -123,6 +123,16 @@ enum ibodp_prefetch_flags {
 int ibodp_prefetch(struct ibodp_mr *mr, void *addr, size_t length, unsigned int flags,
 		   bool *direct);
 
+/*
+ * ibv_advise_mr() on @pd, a PD of @dev's device (of any context): when the provider
+ * answers EOPNOTSUPP, the kernel's ADVISE_MR method through the verbs ioctl on the PD's
+ * context, *@direct (may be NULL) saying so. The tool for advice ibodp_prefetch() does
+ * not cover, or for MRs the library did not register.
+ */
+int ibodp_advise_mr(struct ibodp_dev *dev, struct ibv_pd *pd,
+		    enum ibv_advise_mr_advice advice, uint32_t flags, struct ibv_sge *sge,
+		    uint32_t num_sge, bool *direct);
+
 /* The driver's ODP counters of one port (rdma hw_counters: odp_*). */
 struct ibodp_counters {
 	uint64_t page_faults;		/* faults the device took */

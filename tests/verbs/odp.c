@@ -617,28 +617,12 @@ int main(int argc, char **argv)
 {
 	struct ibv_device_attr_ex attr;
 	struct vt_loopback lb;
-	int tests = 1 + 3 * NSHAPES + 7 + 4 + 4 + 1 + 6 + 1 + 2 + 1;
 	long checked_before;
 
-	vt_parse_options(argc, argv, &opt);
 	page_size = sysconf(_SC_PAGESIZE);
 	buf_size = NPAGES * page_size;
-	tap_plan(tests);
-
-	ctx = vt_open_device(opt.dev);
-	if (!ctx)
-		tap_bail("no RDMA device");
-	if (ibv_query_device_ex(ctx, NULL, &attr)) {
-		tap_bail("ibv_query_device_ex: %s", strerror(errno));
-	}
-	if (!(attr.odp_caps.general_caps & IBV_ODP_SUPPORT)) {
-		int i;
-
-		for (i = 0; i < tests; i++)
-			tap_skip("ODP not supported by this device", "ODP check %d", i + 1);
-		ibv_close_device(ctx);
-		return tap_done();
-	}
+	ctx = vt_odp_start(argc, argv, &opt, 1 + 3 * NSHAPES + 7 + 4 + 4 + 1 + 6 + 1 + 2 + 1,
+			   VT_NEED_ODP, "ODP", &attr);
 	tap_ok((attr.odp_caps.per_transport_caps.rc_odp_caps &
 		(IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE |
 		 IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC)) ==

@@ -21,14 +21,6 @@
 static struct vt_options opt;
 static struct ibv_context *ctx;
 
-static bool counters(long *v)
-{
-	if (vt_odp_counters(ctx, opt.port, v))
-		return true;
-	tap_diag("cannot read the ODP counters");
-	return false;
-}
-
 static void test_hugetlb(struct vt_loopback *lb, struct ibv_mr *pinned_mr, unsigned char *pinned)
 {
 	long b[VT_ODP_NCOUNTERS], a[VT_ODP_NCOUNTERS], d[VT_ODP_NCOUNTERS];
@@ -56,8 +48,8 @@ static void test_hugetlb(struct vt_loopback *lb, struct ibv_mr *pinned_mr, unsig
 	}
 
 	vt_fill(pinned, size, 80);
-	ok = counters(b) && vt_move(lb, IBV_WR_RDMA_WRITE, pinned, pinned_mr, p, mr, size) &&
-	     counters(a);
+	ok = vt_odp_snapshot(ctx, opt.port, b) && vt_move(lb, IBV_WR_RDMA_WRITE, pinned, pinned_mr, p, mr, size) &&
+	     vt_odp_snapshot(ctx, opt.port, a);
 	vt_odp_delta(b, a, d);
 	tap_ok(ok && vt_check(p, size, 80) < 0 && d[VT_ODP_PAGE_FAULTS] == NHUGE &&
 	       d[VT_ODP_PAGES_FAULTED] == NHUGE &&
@@ -65,7 +57,7 @@ static void test_hugetlb(struct vt_loopback *lb, struct ibv_mr *pinned_mr, unsig
 	       "RDMA WRITE of %d huge pages: data right, %ld faults (one per huge page), %ld pages faulted, %ld linked",
 	       NHUGE, d[VT_ODP_PAGE_FAULTS], d[VT_ODP_PAGES_FAULTED], d[VT_ODP_PAGES_LINKED]);
 
-	ok = counters(b) && !madvise(p, size, MADV_DONTNEED) && counters(a);
+	ok = vt_odp_snapshot(ctx, opt.port, b) && !madvise(p, size, MADV_DONTNEED) && vt_odp_snapshot(ctx, opt.port, a);
 	vt_odp_delta(b, a, d);
 	tap_ok(ok && d[VT_ODP_PAGES_UNLINKED] == NHUGE && d[VT_ODP_INVALIDATIONS] >= 1,
 	       "MADV_DONTNEED of the huge pages: %ld invalidations, %ld pages unlinked",
@@ -117,8 +109,8 @@ static void test_thp(struct vt_loopback *lb, struct ibv_mr *pinned_mr, unsigned 
 		tap_diag("madvise(MADV_HUGEPAGE): %s", strerror(errno));
 	vt_fill(p, HUGE_SIZE, 81);
 	mr = ibv_reg_mr(lb->pd, p, HUGE_SIZE, VT_ODP_ACCESS);
-	ok = mr && counters(b) &&
-	     vt_move(lb, IBV_WR_RDMA_READ, p, mr, pinned, pinned_mr, HUGE_SIZE) && counters(a);
+	ok = mr && vt_odp_snapshot(ctx, opt.port, b) &&
+	     vt_move(lb, IBV_WR_RDMA_READ, p, mr, pinned, pinned_mr, HUGE_SIZE) && vt_odp_snapshot(ctx, opt.port, a);
 	vt_odp_delta(b, a, d);
 	tap_ok(ok && vt_check(pinned, HUGE_SIZE, 81) < 0 && d[VT_ODP_PAGE_FAULTS] == 1 &&
 	       d[VT_ODP_PAGES_FAULTED] == (long)(HUGE_SIZE / page_size),
@@ -131,45 +123,22 @@ static void test_thp(struct vt_loopback *lb, struct ibv_mr *pinned_mr, unsigned 
 
 int main(int argc, char **argv)
 {
-	const int tests = HUGETLB_CHECKS + 1 + 1;
-	size_t size = NHUGE * HUGE_SIZE;
 	struct ibv_device_attr_ex attr;
-	long c[VT_ODP_NCOUNTERS];
+	struct vt_odp_buf pin;
 	struct vt_loopback lb;
-	unsigned char *pinned;
-	struct ibv_mr *mr;
-	int i;
 
-	vt_parse_options(argc, argv, &opt);
-	tap_plan(tests);
-	ctx = vt_open_device(opt.dev);
-	if (!ctx)
-		tap_bail("no RDMA device");
-	if (ibv_query_device_ex(ctx, NULL, &attr))
-		tap_bail("ibv_query_device_ex: %s", strerror(errno));
-	if (!(attr.odp_caps.general_caps & IBV_ODP_SUPPORT) ||
-	    !vt_odp_counters(ctx, opt.port, c)) {
-		for (i = 0; i < tests; i++)
-			tap_skip(attr.odp_caps.general_caps & IBV_ODP_SUPPORT ?
-				 "the device has no ODP counters" :
-				 "ODP not supported by this device", "huge page ODP check %d", i + 1);
-		ibv_close_device(ctx);
-		return tap_done();
-	}
+	ctx = vt_odp_start(argc, argv, &opt, HUGETLB_CHECKS + 1 + 1,
+			   VT_NEED_ODP | VT_NEED_COUNTERS, "huge page ODP", &attr);
 	if (vt_loopback_create(&lb, ctx, &opt))
 		tap_bail("no connected QP pair");
-	pinned = vt_map_anon(size, PROT_READ | PROT_WRITE, 0);
-	mr = pinned ? ibv_reg_mr(lb.pd, pinned, size, IBV_ACCESS_LOCAL_WRITE |
-				 IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ) : NULL;
-	if (!mr)
-		tap_bail("cannot register a pinned MR: %s", strerror(errno));
+	if (!vt_odp_buf_init(&pin, lb.pd, NHUGE * HUGE_SIZE, 0, VT_PINNED_ACCESS))
+		tap_bail("cannot register a pinned MR");
 
-	test_hugetlb(&lb, mr, pinned);
+	test_hugetlb(&lb, pin.mr, pin.p);
 	test_hugetlb_refused(lb.pd);
-	test_thp(&lb, mr, pinned);
+	test_thp(&lb, pin.mr, pin.p);
 
-	ibv_dereg_mr(mr);
-	munmap(pinned, size);
+	vt_odp_buf_fini(&pin);
 	vt_loopback_destroy(&lb);
 	ibv_close_device(ctx);
 	return tap_done();

@@ -148,29 +148,14 @@ static void test_unmapped(struct vt_loopback *lb, unsigned char *near, uintptr_t
 
 int main(int argc, char **argv)
 {
-	const int tests = 2 + VT_NTRANSFERS + 1 + 2 + 1 + 1 + 1;
 	struct ibv_device_attr_ex attr;
 	unsigned char *near, *far;
 	struct vt_loopback lb;
-	int i;
 
-	vt_parse_options(argc, argv, &opt);
 	page_size = sysconf(_SC_PAGESIZE);
 	buf_size = NPAGES * page_size;
-	tap_plan(tests);
-
-	ctx = vt_open_device(opt.dev);
-	if (!ctx)
-		tap_bail("no RDMA device");
-	if (ibv_query_device_ex(ctx, NULL, &attr))
-		tap_bail("ibv_query_device_ex: %s", strerror(errno));
-	if (!(attr.odp_caps.general_caps & IBV_ODP_SUPPORT_IMPLICIT)) {
-		for (i = 0; i < tests; i++)
-			tap_skip("implicit ODP not supported by this device", "implicit ODP check %d",
-				 i + 1);
-		ibv_close_device(ctx);
-		return tap_done();
-	}
+	ctx = vt_odp_start(argc, argv, &opt, 2 + VT_NTRANSFERS + 1 + 2 + 1 + 1 + 1,
+			   VT_NEED_IMPLICIT, "implicit ODP", &attr);
 	tap_ok(true, "the device reports IBV_ODP_SUPPORT_IMPLICIT");
 	if (vt_loopback_create(&lb, ctx, &opt))
 		tap_bail("no connected QP pair");

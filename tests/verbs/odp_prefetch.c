@@ -35,14 +35,6 @@ static int advise(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t 
 	return vt_advise_mr(pd, advice, flags, &sge, 1, NULL);
 }
 
-static bool counters(long *v)
-{
-	if (vt_odp_counters(ctx, opt.port, v))
-		return true;
-	tap_diag("cannot read the ODP counters");
-	return false;
-}
-
 /* Pages are linked for the DMA device unless the device uses them directly. */
 static bool linked_ok(const long *d, long pages)
 {
@@ -63,10 +55,10 @@ static void test_prefetch_write(struct vt_loopback *lb, struct ibv_mr *pinned_mr
 	if (!vt_odp_buf_init(&dst, lb->pd, buf_size, 0, VT_ODP_ACCESS))
 		tap_bail("cannot register an ODP MR");
 	sge = (struct ibv_sge){ (uintptr_t)dst.p, (uint32_t)buf_size, dst.mr->lkey };
-	ok = counters(b);
+	ok = vt_odp_snapshot(ctx, opt.port, b);
 	ret = vt_advise_mr(lb->pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE,
 			   IBV_ADVISE_MR_FLAG_FLUSH, &sge, 1, &direct);
-	ok = ok && counters(a);
+	ok = ok && vt_odp_snapshot(ctx, opt.port, a);
 	vt_odp_delta(b, a, d);
 	tap_ok(ok && !ret && d[VT_ODP_PREFETCH_REQUESTS] == 1 &&
 	       d[VT_ODP_PAGES_FAULTED] == NPAGES && linked_ok(d, NPAGES),
@@ -76,8 +68,8 @@ static void test_prefetch_write(struct vt_loopback *lb, struct ibv_mr *pinned_mr
 	       d[VT_ODP_PAGES_FAULTED], d[VT_ODP_PAGES_LINKED]);
 
 	vt_fill(pinned, buf_size, 21);
-	ok = counters(b) && vt_move(lb, IBV_WR_RDMA_WRITE, pinned, pinned_mr, dst.p, dst.mr,
-				    buf_size) && counters(a);
+	ok = vt_odp_snapshot(ctx, opt.port, b) && vt_move(lb, IBV_WR_RDMA_WRITE, pinned, pinned_mr, dst.p, dst.mr,
+				    buf_size) && vt_odp_snapshot(ctx, opt.port, a);
 	vt_odp_delta(b, a, d);
 	tap_ok(ok && vt_check(dst.p, buf_size, 21) < 0 && d[VT_ODP_PAGE_FAULTS] == 0,
 	       "RDMA WRITE into the prefetched range: data right, %ld faults",
@@ -97,25 +89,25 @@ static void test_prefetch_read(struct vt_loopback *lb, struct ibv_mr *pinned_mr,
 	if (!vt_odp_buf_init(&src, lb->pd, buf_size, 0, VT_ODP_ACCESS))
 		tap_bail("cannot register an ODP MR");
 	vt_fill(src.p, buf_size, 22);
-	ok = counters(b);
+	ok = vt_odp_snapshot(ctx, opt.port, b);
 	ret = advise(lb->pd, IBV_ADVISE_MR_ADVICE_PREFETCH, IBV_ADVISE_MR_FLAG_FLUSH, src.p,
 		     buf_size, src.mr->lkey);
-	ok = ok && counters(a);
+	ok = ok && vt_odp_snapshot(ctx, opt.port, a);
 	vt_odp_delta(b, a, d);
 	tap_ok(ok && !ret && d[VT_ODP_PAGES_FAULTED] == NPAGES,
 	       "sync PREFETCH of %d pages: %s, %ld pages faulted", NPAGES,
 	       ret ? strerror(ret) : "ok", d[VT_ODP_PAGES_FAULTED]);
 
 	memset(pinned, 0, buf_size);
-	ok = counters(b) && vt_move(lb, IBV_WR_RDMA_READ, src.p, src.mr, pinned, pinned_mr,
-				    buf_size) && counters(a);
+	ok = vt_odp_snapshot(ctx, opt.port, b) && vt_move(lb, IBV_WR_RDMA_READ, src.p, src.mr, pinned, pinned_mr,
+				    buf_size) && vt_odp_snapshot(ctx, opt.port, a);
 	vt_odp_delta(b, a, d);
 	tap_ok(ok && vt_check(pinned, buf_size, 22) < 0 && d[VT_ODP_PAGE_FAULTS] == 0,
 	       "RDMA READ of the prefetched range: data right, %ld faults",
 	       d[VT_ODP_PAGE_FAULTS]);
 
-	ok = counters(b) && vt_move(lb, IBV_WR_RDMA_WRITE, pinned, pinned_mr, src.p, src.mr,
-				    page_size) && counters(a);
+	ok = vt_odp_snapshot(ctx, opt.port, b) && vt_move(lb, IBV_WR_RDMA_WRITE, pinned, pinned_mr, src.p, src.mr,
+				    page_size) && vt_odp_snapshot(ctx, opt.port, a);
 	vt_odp_delta(b, a, d);
 	tap_ok(ok && d[VT_ODP_PAGE_FAULTS] == 1,
 	       "RDMA WRITE into a page prefetched for reading faults it for writing (%ld faults)",
@@ -136,10 +128,10 @@ static void test_prefetch_no_fault(struct vt_loopback *lb, struct ibv_mr *pinned
 	if (!vt_odp_buf_init(&src, lb->pd, buf_size, 0, VT_ODP_ACCESS))
 		tap_bail("cannot register an ODP MR");
 	vt_fill(src.p, half, 23);
-	ok = counters(b);
+	ok = vt_odp_snapshot(ctx, opt.port, b);
 	ret = advise(lb->pd, IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT, IBV_ADVISE_MR_FLAG_FLUSH,
 		     src.p, buf_size, src.mr->lkey);
-	ok = ok && counters(a);
+	ok = ok && vt_odp_snapshot(ctx, opt.port, a);
 	vt_odp_delta(b, a, d);
 	tap_ok(ok && !ret && d[VT_ODP_PAGES_FAULTED] == NPAGES / 2 &&
 	       linked_ok(d, NPAGES / 2),
@@ -147,13 +139,13 @@ static void test_prefetch_no_fault(struct vt_loopback *lb, struct ibv_mr *pinned
 	       NPAGES, NPAGES / 2, ret ? strerror(ret) : "ok", d[VT_ODP_PAGES_FAULTED],
 	       d[VT_ODP_PAGES_LINKED]);
 
-	ok = counters(b) && vt_move(lb, IBV_WR_RDMA_READ, src.p, src.mr, pinned, pinned_mr,
-				    half) && counters(a);
+	ok = vt_odp_snapshot(ctx, opt.port, b) && vt_move(lb, IBV_WR_RDMA_READ, src.p, src.mr, pinned, pinned_mr,
+				    half) && vt_odp_snapshot(ctx, opt.port, a);
 	vt_odp_delta(b, a, d);
 	tap_ok(ok && vt_check(pinned, half, 23) < 0 && d[VT_ODP_PAGE_FAULTS] == 0,
 	       "RDMA READ of the present half: data right, %ld faults", d[VT_ODP_PAGE_FAULTS]);
-	ok = counters(b) && vt_move(lb, IBV_WR_RDMA_READ, src.p + half, src.mr, pinned,
-				    pinned_mr, half) && counters(a);
+	ok = vt_odp_snapshot(ctx, opt.port, b) && vt_move(lb, IBV_WR_RDMA_READ, src.p + half, src.mr, pinned,
+				    pinned_mr, half) && vt_odp_snapshot(ctx, opt.port, a);
 	vt_odp_delta(b, a, d);
 	/* rxe faults per packet: as many faults as MTU-sized pieces, at least one. */
 	tap_ok(ok && d[VT_ODP_PAGE_FAULTS] >= 1 && d[VT_ODP_PAGES_FAULTED] == NPAGES / 2,
@@ -182,11 +174,11 @@ static void test_prefetch_async(struct vt_loopback *lb, struct ibv_mr *pinned_mr
 
 	if (!vt_odp_buf_init(&dst, lb->pd, buf_size, 0, VT_ODP_ACCESS))
 		tap_bail("cannot register an ODP MR");
-	ok = counters(b);
+	ok = vt_odp_snapshot(ctx, opt.port, b);
 	ret = advise(lb->pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, 0, dst.p, buf_size,
 		     dst.mr->lkey);
 	while (ok && !ret && d[VT_ODP_PAGES_FAULTED] < NPAGES && ms_now() < until) {
-		ok = counters(a);
+		ok = vt_odp_snapshot(ctx, opt.port, a);
 		vt_odp_delta(b, a, d);
 	}
 	tap_ok(ok && !ret && d[VT_ODP_PAGES_FAULTED] == NPAGES && d[VT_ODP_PREFETCH_REQUESTS] == 1,
@@ -194,8 +186,8 @@ static void test_prefetch_async(struct vt_loopback *lb, struct ibv_mr *pinned_mr
 	       ret ? strerror(ret) : "ok", d[VT_ODP_PAGES_FAULTED]);
 
 	vt_fill(pinned, buf_size, 24);
-	ok = counters(b) && vt_move(lb, IBV_WR_RDMA_WRITE, pinned, pinned_mr, dst.p, dst.mr,
-				    buf_size) && counters(a);
+	ok = vt_odp_snapshot(ctx, opt.port, b) && vt_move(lb, IBV_WR_RDMA_WRITE, pinned, pinned_mr, dst.p, dst.mr,
+				    buf_size) && vt_odp_snapshot(ctx, opt.port, a);
 	vt_odp_delta(b, a, d);
 	tap_ok(ok && vt_check(dst.p, buf_size, 24) < 0 && d[VT_ODP_PAGE_FAULTS] == 0,
 	       "RDMA WRITE after the async prefetch: data right, %ld faults",
@@ -275,10 +267,10 @@ static void test_errors(struct ibv_pd *pd)
 	expect_errno(advise(pd, IBV_ADVISE_MR_ADVICE_PREFETCH, IBV_ADVISE_MR_FLAG_FLUSH, odp.p,
 			    2 * page_size, odp.mr->lkey), EFAULT,
 		     "sync prefetch over an unmapped page of the MR");
-	ok = counters(b);
+	ok = vt_odp_snapshot(ctx, opt.port, b);
 	ret = advise(pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, odp.p, 2 * page_size, odp.mr->lkey);
 	while (ok && !ret && !d[VT_ODP_FAULT_ERRORS] && ms_now() < until) {
-		ok = counters(a);
+		ok = vt_odp_snapshot(ctx, opt.port, a);
 		vt_odp_delta(b, a, d);
 	}
 	tap_ok(ok && !ret && d[VT_ODP_FAULT_ERRORS] == 1,
@@ -293,41 +285,23 @@ static void test_errors(struct ibv_pd *pd)
 
 int main(int argc, char **argv)
 {
-	const int tests = 2 + 3 + 3 + 2 + 1 + 7;
 	struct ibv_device_attr_ex attr;
-	long c[VT_ODP_NCOUNTERS];
+	struct vt_odp_buf pin;
 	struct vt_loopback lb;
-	unsigned char *pinned;
 	struct ibv_mr *mr;
-	int i;
+	unsigned char *pinned;
 
-	vt_parse_options(argc, argv, &opt);
 	page_size = sysconf(_SC_PAGESIZE);
 	buf_size = NPAGES * page_size;
-	tap_plan(tests);
-
-	ctx = vt_open_device(opt.dev);
-	if (!ctx)
-		tap_bail("no RDMA device");
-	if (ibv_query_device_ex(ctx, NULL, &attr))
-		tap_bail("ibv_query_device_ex: %s", strerror(errno));
-	if (!(attr.odp_caps.general_caps & IBV_ODP_SUPPORT) ||
-	    !vt_odp_counters(ctx, opt.port, c)) {
-		for (i = 0; i < tests; i++)
-			tap_skip(attr.odp_caps.general_caps & IBV_ODP_SUPPORT ?
-				 "the device has no ODP counters to prove a prefetch by" :
-				 "ODP not supported by this device", "prefetch check %d", i + 1);
-		ibv_close_device(ctx);
-		return tap_done();
-	}
-
+	/* The counters prove what a prefetch did. */
+	ctx = vt_odp_start(argc, argv, &opt, 2 + 3 + 3 + 2 + 1 + 7,
+			   VT_NEED_ODP | VT_NEED_COUNTERS, "prefetch", &attr);
 	if (vt_loopback_create(&lb, ctx, &opt))
 		tap_bail("no connected QP pair");
-	pinned = vt_map_anon(buf_size, PROT_READ | PROT_WRITE, 0);
-	mr = pinned ? ibv_reg_mr(lb.pd, pinned, buf_size, IBV_ACCESS_LOCAL_WRITE |
-				 IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ) : NULL;
-	if (!mr)
-		tap_bail("cannot register a pinned MR: %s", strerror(errno));
+	if (!vt_odp_buf_init(&pin, lb.pd, buf_size, 0, VT_PINNED_ACCESS))
+		tap_bail("cannot register a pinned MR");
+	mr = pin.mr;
+	pinned = pin.p;
 
 	test_prefetch_write(&lb, mr, pinned);
 	test_prefetch_read(&lb, mr, pinned);
@@ -336,8 +310,7 @@ int main(int argc, char **argv)
 	test_prefetch_vs_dereg(lb.pd);
 	test_errors(lb.pd);
 
-	ibv_dereg_mr(mr);
-	munmap(pinned, buf_size);
+	vt_odp_buf_fini(&pin);
 	vt_loopback_destroy(&lb);
 	ibv_close_device(ctx);
 	return tap_done();

@@ -38,14 +38,6 @@ static long long now_ms(void)
 	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 }
 
-static bool counters(long *v)
-{
-	if (vt_odp_counters(ctx, opt.port, v))
-		return true;
-	tap_diag("cannot read the ODP counters");
-	return false;
-}
-
 static bool atomic_write(struct vt_loopback *lb, void *addr, uint32_t rkey, uint64_t value)
 {
 	struct ibv_qp_ex *qpx = ibv_qp_to_qp_ex(lb->qp[0]);
@@ -89,21 +81,21 @@ static void test_atomic_write(void)
 		tap_bail("cannot register an ODP MR");
 	word = (uint64_t *)(t.p + 3 * page_size + 64);
 
-	ok = counters(b) && atomic_write(&lb, word, t.mr->rkey, 0x1122334455667788ULL) &&
-	     counters(a);
+	ok = vt_odp_snapshot(ctx, opt.port, b) && atomic_write(&lb, word, t.mr->rkey, 0x1122334455667788ULL) &&
+	     vt_odp_snapshot(ctx, opt.port, a);
 	vt_odp_delta(b, a, d);
 	tap_ok(ok && *word == 0x1122334455667788ULL && d[VT_ODP_PAGE_FAULTS] == 1 &&
 	       d[VT_ODP_PAGES_FAULTED] == 1,
 	       "ATOMIC WRITE into an untouched ODP page: value %#llx, %ld fault, %ld page",
 	       (unsigned long long)*word, d[VT_ODP_PAGE_FAULTS], d[VT_ODP_PAGES_FAULTED]);
 
-	ok = counters(b) && atomic_write(&lb, word + 1, t.mr->rkey, 42) && counters(a);
+	ok = vt_odp_snapshot(ctx, opt.port, b) && atomic_write(&lb, word + 1, t.mr->rkey, 42) && vt_odp_snapshot(ctx, opt.port, a);
 	vt_odp_delta(b, a, d);
 	tap_ok(ok && word[1] == 42 && d[VT_ODP_PAGE_FAULTS] == 0,
 	       "ATOMIC WRITE into the same page again: no fault (%ld)", d[VT_ODP_PAGE_FAULTS]);
 
-	ok = !madvise(t.p, buf_size, MADV_DONTNEED) && counters(b) &&
-	     atomic_write(&lb, word, t.mr->rkey, 7) && counters(a);
+	ok = !madvise(t.p, buf_size, MADV_DONTNEED) && vt_odp_snapshot(ctx, opt.port, b) &&
+	     atomic_write(&lb, word, t.mr->rkey, 7) && vt_odp_snapshot(ctx, opt.port, a);
 	vt_odp_delta(b, a, d);
 	tap_ok(ok && *word == 7 && word[1] == 0 && d[VT_ODP_PAGE_FAULTS] == 1,
 	       "ATOMIC WRITE after MADV_DONTNEED: into the new page (%ld fault)",
@@ -137,9 +129,9 @@ static bool flush_counted(struct vt_loopback *lb, void *sq, void *addr, uint32_t
 	long long t0 = now_ms();
 	bool ok;
 
-	ok = counters(b) && flush(lb, sq, addr, len, rkey, VT_FLUSH_PERSISTENT, level, &st);
+	ok = vt_odp_snapshot(ctx, opt.port, b) && flush(lb, sq, addr, len, rkey, VT_FLUSH_PERSISTENT, level, &st);
 	*ms = now_ms() - t0;
-	ok = ok && counters(a);
+	ok = ok && vt_odp_snapshot(ctx, opt.port, a);
 	vt_odp_delta(b, a, d);
 	if (ok && st != IBV_WC_SUCCESS)
 		tap_diag("FLUSH: %s", ibv_wc_status_str(st));
@@ -241,30 +233,13 @@ static void test_flush(void)
 
 int main(int argc, char **argv)
 {
-	const int tests = 2 + ATOMIC_WRITE_CHECKS + FLUSH_CHECKS;
 	struct ibv_device_attr_ex attr;
-	long c[VT_ODP_NCOUNTERS];
 	uint32_t caps;
-	int i;
 
-	vt_parse_options(argc, argv, &opt);
 	page_size = sysconf(_SC_PAGESIZE);
 	buf_size = NPAGES * page_size;
-	tap_plan(tests);
-	ctx = vt_open_device(opt.dev);
-	if (!ctx)
-		tap_bail("no RDMA device");
-	if (ibv_query_device_ex(ctx, NULL, &attr))
-		tap_bail("ibv_query_device_ex: %s", strerror(errno));
-	if (!(attr.odp_caps.general_caps & IBV_ODP_SUPPORT) ||
-	    !vt_odp_counters(ctx, opt.port, c)) {
-		for (i = 0; i < tests; i++)
-			tap_skip(attr.odp_caps.general_caps & IBV_ODP_SUPPORT ?
-				 "the device has no ODP counters" :
-				 "ODP not supported by this device", "ODP write-op check %d", i + 1);
-		ibv_close_device(ctx);
-		return tap_done();
-	}
+	ctx = vt_odp_start(argc, argv, &opt, 2 + ATOMIC_WRITE_CHECKS + FLUSH_CHECKS,
+			   VT_NEED_ODP | VT_NEED_COUNTERS, "ODP write-op", &attr);
 	caps = attr.odp_caps.per_transport_caps.rc_odp_caps;
 	tap_ok(caps & ODP_SUPPORT_FLUSH, "RC ODP caps include FLUSH (0x%x)", caps);
 	tap_ok(caps & ODP_SUPPORT_ATOMIC_WRITE, "RC ODP caps include ATOMIC WRITE (0x%x)", caps);

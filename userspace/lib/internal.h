@@ -27,8 +27,4 @@ void ibodp_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 void ibodp_append(char *buf, size_t size, size_t *len, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
-/* The kernel's ADVISE_MR method through the verbs ioctl. Returns 0 or an errno. */
-int ibodp_advise_mr_ioctl(struct ibodp_dev *dev, struct ibv_pd *pd, uint32_t advice,
-			  uint32_t flags, struct ibv_sge *sge, uint32_t num_sge);
-
 #endif

@@ -114,8 +114,8 @@ int ibodp_dereg_mr(struct ibodp_mr *mr)
  * libibverbs keeps to itself. Find it once: a request with an advice no driver knows
  * fails in the driver (EOPNOTSUPP) with the right id, and before it with another.
  */
-static int probe_ioctl(struct ibodp_dev *dev, uint32_t driver_id, uint32_t advice,
-		       uint32_t flags, struct ibv_sge *sge, uint32_t num_sge, uint32_t pd)
+static int advise_ioctl(int cmd_fd, uint32_t driver_id, uint32_t advice, uint32_t flags,
+			struct ibv_sge *sge, uint32_t num_sge, uint32_t pd)
 {
 	struct {
 		struct ib_uverbs_ioctl_hdr hdr;
@@ -143,7 +143,7 @@ static int probe_ioctl(struct ibodp_dev *dev, uint32_t driver_id, uint32_t advic
 	};
 
 	_Static_assert(sizeof(struct ibv_sge) == sizeof(struct ib_uverbs_sge), "sge layout");
-	return ioctl(dev->ctx->cmd_fd, RDMA_VERBS_IOCTL, &cmd) ? errno : 0;
+	return ioctl(cmd_fd, RDMA_VERBS_IOCTL, &cmd) ? errno : 0;
 }
 
 /* Enough past the highest id rdma-core knows today for newer kernels. */
@@ -162,23 +162,51 @@ static void find_driver_id(void)
 	if (!pd)
 		return;
 	for (id = 0; id < DRIVER_IDS && dev->driver_id < 0; id++)
-		if (probe_ioctl(dev, id, 0xff, IB_UVERBS_ADVISE_MR_FLAG_FLUSH, &sge, 1,
-				pd->handle) == EOPNOTSUPP)
+		if (advise_ioctl(dev->ctx->cmd_fd, id, 0xff, IB_UVERBS_ADVISE_MR_FLAG_FLUSH, &sge,
+				 1, pd->handle) == EOPNOTSUPP)
 			dev->driver_id = id;
 	ibv_dealloc_pd(pd);
 }
 
-int ibodp_advise_mr_ioctl(struct ibodp_dev *dev, struct ibv_pd *pd, uint32_t advice,
-			  uint32_t flags, struct ibv_sge *sge, uint32_t num_sge)
+int ibodp_advise_mr(struct ibodp_dev *dev, struct ibv_pd *pd,
+		    enum ibv_advise_mr_advice advice, uint32_t flags, struct ibv_sge *sge,
+		    uint32_t num_sge, bool *direct)
 {
-	/* pthread_once() takes no argument: one device probes at a time. */
-	pthread_mutex_lock(&probe_lock);
-	probing = dev;
-	pthread_once(&dev->driver_once, find_driver_id);
-	pthread_mutex_unlock(&probe_lock);
-	if (dev->driver_id < 0)
-		return EOPNOTSUPP;
-	return probe_ioctl(dev, dev->driver_id, advice, flags, sge, num_sge, pd->handle);
+	int ret;
+
+	if (direct)
+		*direct = false;
+	if (!dev || !pd || !sge || !num_sge)
+		return ibodp_fail(EINVAL, "ibodp_advise_mr: %s", !dev ? "dev is NULL" :
+				  !pd ? "pd is NULL" : "no SGE to advise on");
+	if (pd->context->device != dev->ctx->device)
+		return ibodp_fail(EINVAL, "ibodp_advise_mr: the PD is of another device than %s",
+				  ibodp_name(dev));
+	ret = ibv_advise_mr(pd, advice, flags, sge, num_sge);
+	if (ret == EOPNOTSUPP) {
+		if (direct)
+			*direct = true;
+		/* pthread_once() takes no argument: one device probes at a time. */
+		pthread_mutex_lock(&probe_lock);
+		probing = dev;
+		pthread_once(&dev->driver_once, find_driver_id);
+		pthread_mutex_unlock(&probe_lock);
+		/* IBV_ADVISE_MR_FLAG_FLUSH is the kernel's IB_UVERBS_ADVISE_MR_FLAG_FLUSH. */
+		if (dev->driver_id >= 0)
+			ret = advise_ioctl(pd->context->cmd_fd, dev->driver_id, advice, flags, sge,
+					   num_sge, pd->handle);
+	}
+	if (ret == EOPNOTSUPP)
+		return ibodp_fail(ret, "ADVISE_MR on %s: neither the provider nor the kernel driver supports it",
+				  ibodp_name(dev));
+	if (ret)
+		return ibodp_fail(ret, "ADVISE_MR of %u SGEs from %#llx (%s)", num_sge,
+				  (unsigned long long)sge[0].addr,
+				  ret == EFAULT ? "part of the range is not mapped" :
+				  ret == EPERM ? "the MR is not writable for a PREFETCH_WRITE" :
+				  ret == ENOENT ? "no such MR, or it is gone" :
+				  ret == EINVAL ? "not an ODP MR, or outside it" : "rejected by the driver");
+	return 0;
 }
 
 /* An SGE covers at most 4 GiB - 1; a longer range takes several. */
@@ -224,23 +252,9 @@ int ibodp_prefetch(struct ibodp_mr *mr, void *addr, size_t length, unsigned int 
 		sge[i].length = i + 1 < n ? SGE_MAX : (uint32_t)(length - (size_t)i * SGE_MAX);
 		sge[i].lkey = mr->mr->lkey;
 	}
-	ret = ibv_advise_mr(mr->mr->pd, advice,
-			    flags & IBODP_PREFETCH_SYNC ? IBV_ADVISE_MR_FLAG_FLUSH : 0, sge, n);
-	if (ret == EOPNOTSUPP) {
-		if (direct)
-			*direct = true;
-		ret = ibodp_advise_mr_ioctl(mr->dev, mr->mr->pd, advice,
-					    flags & IBODP_PREFETCH_SYNC ?
-					    IB_UVERBS_ADVISE_MR_FLAG_FLUSH : 0, sge, n);
-	}
+	ret = ibodp_advise_mr(mr->dev, mr->mr->pd, advice,
+			      flags & IBODP_PREFETCH_SYNC ? IBV_ADVISE_MR_FLAG_FLUSH : 0, sge, n,
+			      direct);
 	free(sge);
-	if (ret == EOPNOTSUPP)
-		return ibodp_fail(ret, "prefetch on %s: neither the provider nor the kernel driver supports ADVISE_MR",
-				  ibodp_name(mr->dev));
-	if (ret)
-		return ibodp_fail(ret, "prefetch of %zu bytes at %p (%s)", length, addr,
-				  ret == EFAULT ? "part of the range is not mapped" :
-				  ret == EPERM ? "the MR is not writable for a PREFETCH_WRITE" :
-				  ret == ENOENT ? "the MR is gone" : "rejected by the driver");
-	return 0;
+	return ret;
 }

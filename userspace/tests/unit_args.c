@@ -73,6 +73,11 @@ static void test_prefetch_args(void)
 	expect(ibodp_prefetch(&mr, buf + 4000, 200, 0, NULL), EINVAL, "outside the MR",
 	       "prefetch before the MR");
 	check(ibodp_prefetch(&mr, mr.addr, 0, 0, NULL) == 0, "prefetch of 0 bytes: nothing to do");
+	expect(ibodp_advise_mr(NULL, fake_pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, NULL, 0, &direct),
+	       EINVAL, "dev is NULL",
+	       "advise without a device");
+	expect(ibodp_advise_mr(fake_dev, fake_pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, NULL, 0, NULL),
+	       EINVAL, "no SGE", "advise on no SGE");
 	mr.kind = IBODP_PINNED;
 	check(ibodp_prefetch(&mr, mr.addr, 2048, IBODP_PREFETCH_SYNC, NULL) == 0,
 	      "prefetch of a pinned MR: nothing to do");

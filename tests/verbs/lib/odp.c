@@ -1,14 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "odp.h"
+#include "ibodp.h"
 #include "tap.h"
 
 #include <errno.h>
-#include <rdma/ib_user_ioctl_cmds.h>
-#include <rdma/ib_user_ioctl_verbs.h>
-#include <rdma/rdma_user_ioctl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -33,7 +31,8 @@ bool vt_odp_buf_init(struct vt_odp_buf *b, struct ibv_pd *pd, size_t size, int f
 		return false;
 	b->mr = ibv_reg_mr(pd, b->p, size, access);
 	if (!b->mr) {
-		tap_diag("ibv_reg_mr(%zu bytes, ODP): %s", size, strerror(errno));
+		tap_diag("ibv_reg_mr(%zu bytes, %s): %s", size,
+			 access & IBV_ACCESS_ON_DEMAND ? "ODP" : "pinned", strerror(errno));
 		munmap(b->p, size);
 		b->p = NULL;
 		return false;
@@ -121,6 +120,46 @@ bool vt_odp_counters(struct ibv_context *ctx, uint8_t port, long *v)
 	return true;
 }
 
+bool vt_odp_snapshot(struct ibv_context *ctx, uint8_t port, long *v)
+{
+	if (vt_odp_counters(ctx, port, v))
+		return true;
+	tap_diag("cannot read the ODP counters of %s port %u", ibv_get_device_name(ctx->device),
+		 port);
+	return false;
+}
+
+struct ibv_context *vt_odp_start(int argc, char **argv, struct vt_options *opt, int tests,
+				 unsigned int needs, const char *what,
+				 struct ibv_device_attr_ex *attr)
+{
+	const char *missing = NULL;
+	long c[VT_ODP_NCOUNTERS];
+	struct ibv_context *ctx;
+	int i;
+
+	vt_parse_options(argc, argv, opt);
+	tap_plan(tests);
+	ctx = vt_open_device(opt->dev);
+	if (!ctx)
+		tap_bail("no RDMA device");
+	if (ibv_query_device_ex(ctx, NULL, attr))
+		tap_bail("ibv_query_device_ex: %s", strerror(errno));
+	if ((needs & VT_NEED_ODP) && !(attr->odp_caps.general_caps & IBV_ODP_SUPPORT))
+		missing = "ODP not supported by this device";
+	else if ((needs & VT_NEED_IMPLICIT) &&
+		 !(attr->odp_caps.general_caps & IBV_ODP_SUPPORT_IMPLICIT))
+		missing = "implicit ODP not supported by this device";
+	else if ((needs & VT_NEED_COUNTERS) && !vt_odp_counters(ctx, opt->port, c))
+		missing = "the device has no ODP counters";
+	if (!missing)
+		return ctx;
+	for (i = 0; i < tests; i++)
+		tap_skip(missing, "%s check %d", what, i + 1);
+	ibv_close_device(ctx);
+	exit(tap_done());
+}
+
 bool vt_behind_iommu(struct ibv_context *ctx, const struct vt_options *opt)
 {
 	char path[256], ndev[64] = "", type[32] = "";
@@ -146,66 +185,23 @@ bool vt_behind_iommu(struct ibv_context *ctx, const struct vt_options *opt)
 	return !strncmp(type, "DMA", 3);
 }
 
-/*
- * The kernel accepts a verbs ioctl only with the driver id of the device's uAPI.
- * Soft-RoCE devices have a "parent" attribute (their network device); other drivers
- * would need their own id here.
- */
-static uint32_t driver_id(struct ibv_context *ctx)
+/* The libibodp device that advises for this program, opened on first use. */
+static struct ibodp_dev *advise_dev;
+
+static void close_advise_dev(void)
 {
-	char path[256];
-
-	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/parent",
-		 ibv_get_device_name(ctx->device));
-	return access(path, F_OK) == 0 ? RDMA_DRIVER_RXE : RDMA_DRIVER_UNKNOWN;
-}
-
-/* UVERBS_METHOD_ADVISE_MR of UVERBS_OBJECT_MR (it names the PD), as rdma-core's own command would send. */
-static int advise_mr_ioctl(struct ibv_pd *pd, enum ibv_advise_mr_advice advice,
-			   uint32_t flags, struct ibv_sge *sg_list, uint32_t num_sge)
-{
-	struct {
-		struct ib_uverbs_ioctl_hdr hdr;
-		struct ib_uverbs_attr attrs[4];
-	} cmd = {
-		.hdr = {
-			.length = sizeof(cmd),
-			.object_id = UVERBS_OBJECT_MR,
-			.method_id = UVERBS_METHOD_ADVISE_MR,
-			.num_attrs = 4,
-			.driver_id = driver_id(pd->context),
-		},
-		.attrs = {
-			{ .attr_id = UVERBS_ATTR_ADVISE_MR_PD_HANDLE,
-			  .flags = UVERBS_ATTR_F_MANDATORY, .data = pd->handle },
-			/* Constants travel as 64-bit values. */
-			{ .attr_id = UVERBS_ATTR_ADVISE_MR_ADVICE, .len = sizeof(uint64_t),
-			  .flags = UVERBS_ATTR_F_MANDATORY, .data = advice },
-			{ .attr_id = UVERBS_ATTR_ADVISE_MR_FLAGS, .len = sizeof(uint32_t),
-			  .flags = UVERBS_ATTR_F_MANDATORY, .data = flags },
-			{ .attr_id = UVERBS_ATTR_ADVISE_MR_SGE_LIST,
-			  .len = num_sge * sizeof(*sg_list), .flags = UVERBS_ATTR_F_MANDATORY,
-			  .data = (uintptr_t)sg_list },
-		},
-	};
-
-	/* ibv_sge and the kernel's ib_uverbs_sge are the same 16 bytes. */
-	_Static_assert(sizeof(struct ibv_sge) == sizeof(struct ib_uverbs_sge), "sge layout");
-	if (ioctl(pd->context->cmd_fd, RDMA_VERBS_IOCTL, &cmd))
-		return errno;
-	return 0;
+	ibodp_close(advise_dev);
 }
 
 int vt_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
 		 struct ibv_sge *sg_list, uint32_t num_sge, bool *direct)
 {
-	int ret = ibv_advise_mr(pd, advice, flags, sg_list, num_sge);
-
-	if (direct)
-		*direct = false;
-	if (ret != EOPNOTSUPP)
-		return ret;
-	if (direct)
-		*direct = true;
-	return advise_mr_ioctl(pd, advice, flags, sg_list, num_sge);
+	if (!advise_dev) {
+		if (ibodp_open(ibv_get_device_name(pd->context->device), &advise_dev)) {
+			tap_diag("%s", ibodp_errmsg());
+			return ENODEV;
+		}
+		atexit(close_advise_dev);
+	}
+	return -ibodp_advise_mr(advise_dev, pd, advice, flags, sg_list, num_sge, direct);
 }

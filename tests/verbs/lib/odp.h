@@ -3,7 +3,8 @@
  * ODP helpers shared by the ODP test programs: untouched anonymous buffers registered
  * as ODP MRs, the driver's ODP counters, whether the RDMA device's network device sits
  * behind an IOMMU, and ibv_advise_mr() that reaches the kernel's ADVISE_MR method
- * directly when the provider does not pass it on (Debian's rxe provider).
+ * directly when the provider does not pass it on (Debian's rxe provider), through
+ * libibodp's ibodp_advise_mr().
  */
 #ifndef VT_ODP_H
 #define VT_ODP_H
@@ -14,7 +15,27 @@
 		       IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
 		       IBV_ACCESS_REMOTE_ATOMIC)
 
-/* An anonymous buffer the CPU has not touched, registered as an ODP MR. */
+/* Access of the pinned buffers the tests move data to and from. */
+#define VT_PINNED_ACCESS (IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE | \
+			  IBV_ACCESS_REMOTE_READ)
+
+/* What an ODP test program needs of the device (vt_odp_start()). */
+enum vt_odp_needs {
+	VT_NEED_ODP		= 1 << 0,
+	VT_NEED_IMPLICIT	= 1 << 1,
+	VT_NEED_COUNTERS	= 1 << 2,
+};
+
+/*
+ * The start of an ODP test program: parse the options into @opt, plan @tests checks,
+ * open the device and query it into @attr. When the device lacks what @needs, every
+ * check is skipped with the reason (named "@what check N") and the program exits.
+ */
+struct ibv_context *vt_odp_start(int argc, char **argv, struct vt_options *opt, int tests,
+				 unsigned int needs, const char *what,
+				 struct ibv_device_attr_ex *attr);
+
+/* An anonymous buffer the CPU has not touched, registered as an ODP MR (or pinned). */
 struct vt_odp_buf {
 	unsigned char *p;
 	size_t size;
@@ -41,6 +62,8 @@ enum vt_odp_counter {
 
 /* Read every ODP counter of the device's port; false when it has none. */
 bool vt_odp_counters(struct ibv_context *ctx, uint8_t port, long *v);
+/* The same, saying so when they cannot be read: for a check that needs them. */
+bool vt_odp_snapshot(struct ibv_context *ctx, uint8_t port, long *v);
 
 /* Whether the device's network device (GID gid_index) sits in an IOMMU DMA domain. */
 bool vt_behind_iommu(struct ibv_context *ctx, const struct vt_options *opt);
@@ -61,8 +84,8 @@ bool vt_write_str(const char *path, const char *s);
 
 /*
  * ibv_advise_mr(); when the provider answers EOPNOTSUPP, the kernel's ADVISE_MR
- * method through the verbs ioctl on the context's command FD. Returns 0 or an errno
- * value; *direct (may be NULL) tells which way it went.
+ * method directly (libibodp). Returns 0 or an errno value; *direct (may be NULL)
+ * tells which way it went.
  */
 int vt_advise_mr(struct ibv_pd *pd, enum ibv_advise_mr_advice advice, uint32_t flags,
 		 struct ibv_sge *sg_list, uint32_t num_sge, bool *direct);
