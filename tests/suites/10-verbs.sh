@@ -17,6 +17,17 @@ for t in "$dir"/*; do
 	rc=$?
 	[ $rc -eq 124 ] && echo "not ok - $name timed out after 300 s" >>"$OUT/verbs-$name.tap"
 done
+# Attacks that need no privilege are tried without it too: nobody's uid and gid, no
+# capabilities, the default RLIMIT_MEMLOCK.
+for name in odp_secretmem; do
+	t=$dir/$name
+	[ -x "$t" ] || continue
+	echo "running $name as an unprivileged user"
+	timeout -k 5 300 setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
+		"$t" --dev "$RDMA_DEV" >"$OUT/verbs-$name-unprivileged.tap" 2>"$OUT/verbs-$name-unprivileged.err"
+	rc=$?
+	[ $rc -eq 124 ] && echo "not ok - $name (unprivileged) timed out after 300 s" >>"$OUT/verbs-$name-unprivileged.tap"
+done
 if [ $found = 0 ]; then
 	printf '1..1\nnot ok 1 - no test programs in %s (the host build of tests/verbs did not run)\n' \
 		"$dir" >"$OUT/verbs.tap"

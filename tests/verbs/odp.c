@@ -571,8 +571,6 @@ static void test_errors(void)
 	ibv_dealloc_pd(pd);
 }
 
-#define RXE_PARAMS "/sys/module/rdma_rxe/parameters/"
-
 /*
  * A known workload gives known counter deltas: one page written from an untouched
  * (by the device) source page into an untouched destination page faults and links one
@@ -632,8 +630,8 @@ int main(int argc, char **argv)
 	       attr.odp_caps.per_transport_caps.rc_odp_caps);
 
 	/* rxe reads back every unlinked page in the IOMMU after each invalidation. */
-	checked_before = vt_read_long(RXE_PARAMS "odp_links_checked");
-	if (checked_before >= 0 && !vt_write_str(RXE_PARAMS "odp_check_links", "1"))
+	checked_before = vt_read_long(VT_RXE_PARAMS "odp_links_checked");
+	if (checked_before >= 0 && !vt_write_str(VT_RXE_PARAMS "odp_check_links", "1"))
 		tap_diag("cannot enable rxe's odp_check_links: %s", strerror(errno));
 
 	if (vt_loopback_create(&lb, ctx, &opt))
@@ -655,13 +653,13 @@ int main(int argc, char **argv)
 		tap_skip("the network device has no IOMMU DMA domain: nothing to read back",
 			 "no stale IOVA link after any invalidation");
 	} else {
-		long checked = vt_read_long(RXE_PARAMS "odp_links_checked") - checked_before;
+		long checked = vt_read_long(VT_RXE_PARAMS "odp_links_checked") - checked_before;
 
 		/* A stale link is a kernel WARN, which the harness fails on. */
 		tap_ok(checked > 0, "%ld unlinked pages read back in the IOMMU after invalidations",
 		       checked);
 	}
-	vt_write_str(RXE_PARAMS "odp_check_links", "0");
+	vt_write_str(VT_RXE_PARAMS "odp_check_links", "0");
 	ibv_close_device(ctx);
 	return tap_done();
 }

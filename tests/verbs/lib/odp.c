@@ -98,6 +98,29 @@ bool vt_write_str(const char *path, const char *s)
 	return fclose(f) == 0 && ok;
 }
 
+long vt_anon_huge_kb(const void *p)
+{
+	unsigned long start, end, addr = (uintptr_t)p;
+	FILE *f = fopen("/proc/self/smaps", "r");
+	char line[256];
+	bool in = false;
+	long kb = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lx-%lx ", &start, &end) == 2) {
+			if (in)
+				break;
+			in = addr >= start && addr < end;
+		} else if (in && sscanf(line, "AnonHugePages: %ld kB", &kb) == 1) {
+			break;
+		}
+	}
+	fclose(f);
+	return kb;
+}
+
 static const char *const counter_names[VT_ODP_NCOUNTERS] = {
 	"odp_page_faults", "odp_pages_faulted", "odp_pages_linked", "odp_pages_unlinked",
 	"odp_invalidations", "odp_prefetch_requests", "odp_fault_errors",

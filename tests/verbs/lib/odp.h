@@ -78,6 +78,12 @@ bool vt_move(struct vt_loopback *lb, enum ibv_wr_opcode op, void *src, struct ib
 /* Counter deltas: after[i] - before[i] for every ODP counter. */
 void vt_odp_delta(const long *before, const long *after, long *delta);
 
+/* rxe's module parameters (built in or loaded). */
+#define VT_RXE_PARAMS "/sys/module/rdma_rxe/parameters/"
+
+/* AnonHugePages (kB) of this process's mapping that holds p, -1 when it cannot be read. */
+long vt_anon_huge_kb(const void *p);
+
 /* A number read from a sysfs file, -1 when it cannot be read. */
 long vt_read_long(const char *path);
 bool vt_write_str(const char *path, const char *s);

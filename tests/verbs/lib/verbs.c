@@ -293,7 +293,7 @@ int vt_post_send_status(struct vt_loopback *lb, struct ibv_qp *qp, struct ibv_se
 		fprintf(stderr, "ibv_post_send(opcode %d): %s\n", wr->opcode, strerror(ret));
 		return -1;
 	}
-	if (vt_poll_one(lb->send_cq, &wc, 5000))
+	if (vt_poll_one(lb->send_cq, &wc, VT_WAIT_MS))
 		return -1;
 	if (wc.wr_id != wr->wr_id) {
 		fprintf(stderr, "completion of wr_id %llu instead of %llu\n",
@@ -341,7 +341,7 @@ int vt_send_recv(struct vt_loopback *lb, void *src, struct ibv_mr *src_mr, void 
 		fprintf(stderr, "ibv_post_recv: %s\n", strerror(ret));
 		return -1;
 	}
-	if (vt_post_send_wait(lb, lb->qp[0], &swr) || vt_poll_one(lb->recv_cq, &wc, 5000))
+	if (vt_post_send_wait(lb, lb->qp[0], &swr) || vt_poll_one(lb->recv_cq, &wc, VT_WAIT_MS))
 		return -1;
 	if (wc.status != IBV_WC_SUCCESS || wc.opcode != IBV_WC_RECV || wc.byte_len != len) {
 		fprintf(stderr, "receive completion: %s, opcode %d, %u bytes (expected %zu)\n",

@@ -52,6 +52,12 @@ int vt_loopback_create_ex(struct vt_loopback *lb, struct ibv_context *ctx,
 			  uint64_t send_ops_flags, int extra_access);
 void vt_loopback_destroy(struct vt_loopback *lb);
 
+/*
+ * How long a completion may take before it counts as missing: long, since a machine
+ * that is busy with other work makes completions slow, not wrong.
+ */
+#define VT_WAIT_MS 60000
+
 /* Wait up to timeout_ms for one completion on cq. 0 on success, -1 on error or timeout. */
 int vt_poll_one(struct ibv_cq *cq, struct ibv_wc *wc, int timeout_ms);
 
