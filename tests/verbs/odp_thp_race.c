@@ -248,11 +248,12 @@ static void *churn_fn(void *arg)
 	return NULL;
 }
 
-static void test_stress(struct vt_loopback *lb, uint64_t *src, struct ibv_mr *src_mr)
+static void test_stress(struct ibv_pd *pd, uint64_t *src, struct ibv_mr *src_mr)
 {
 	long b[VT_ODP_NCOUNTERS], a[VT_ODP_NCOUNTERS], d[VT_ODP_NCOUNTERS];
 	long writes = 0, failed = 0, dirty;
 	struct churn c = { 0 };
+	struct vt_loopback qps, *lb = &qps;
 	struct thp_range r;
 	struct ibv_mr *mr;
 	struct ibv_wc wc;
@@ -261,12 +262,16 @@ static void test_stress(struct vt_loopback *lb, uint64_t *src, struct ibv_mr *sr
 	bool ok;
 	int i;
 
+	/* A QP pair of its own: a failure of the held case leaves its pair in error. */
+	if (vt_loopback_create_on(lb, ctx, &opt, pd))
+		tap_bail("no connected QP pair for the stress");
 	if (!thp_map(&r))
 		tap_bail("no memory for a huge page range");
 	if (!thp_populate(&r, "stress")) {
 		for (i = 1; i < STRESS_CHECKS; i++)
 			tap_ok(false, "stress, check %d: no THP to take whole", i + 1);
 		munmap(r.raw, 2 * HUGE_SIZE);
+		vt_loopback_destroy(lb);
 		return;
 	}
 	mr = ibv_reg_mr(lb->pd, r.p, HUGE_SIZE, VT_ODP_ACCESS);
@@ -309,6 +314,7 @@ static void test_stress(struct vt_loopback *lb, uint64_t *src, struct ibv_mr *sr
 	       dirty < 0 ? "" : " (the device wrote into it)");
 	ibv_dereg_mr(mr);
 	munmap(r.raw, 2 * HUGE_SIZE);
+	vt_loopback_destroy(lb);
 }
 
 /* Whether THP and the huge zero page are in use; else why not. */
@@ -353,7 +359,7 @@ int main(int argc, char **argv)
 		tap_bail("cannot register a pinned MR");
 
 	test_held(&lb, (uint64_t *)src.p, src.mr);
-	test_stress(&lb, (uint64_t *)src.p, src.mr);
+	test_stress(lb.pd, (uint64_t *)src.p, src.mr);
 
 	vt_odp_buf_fini(&src);
 	vt_loopback_destroy(&lb);
