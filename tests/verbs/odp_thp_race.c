@@ -73,16 +73,34 @@ static bool thp_map(struct thp_range *r)
 	return true;
 }
 
-/* Write the range from the CPU, which makes it one THP: true when smaps says so. */
-static bool thp_populate(const struct thp_range *r, const char *what)
+/*
+ * A THP range written (zeros) by the CPU under an ODP MR on pd, its first check (that
+ * a THP backs it) reported. NULL when it is not a THP: the other checks - 1 of the
+ * case are then reported failed.
+ */
+static struct ibv_mr *thp_setup(struct thp_range *r, struct ibv_pd *pd, const char *what,
+				int checks)
 {
+	struct ibv_mr *mr;
 	long kb;
+	int k;
 
+	if (!thp_map(r))
+		tap_bail("no memory for a huge page range");
 	memset(r->p, 0, HUGE_SIZE);
 	kb = vt_anon_huge_kb(r->p);
-	return tap_ok(kb >= (long)(HUGE_SIZE >> 10),
-		      "%s: the range is backed by a transparent huge page (AnonHugePages %ld kB)",
-		      what, kb);
+	if (!tap_ok(kb >= (long)(HUGE_SIZE >> 10),
+		    "%s: the range is backed by a transparent huge page (AnonHugePages %ld kB)",
+		    what, kb)) {
+		for (k = 1; k < checks; k++)
+			tap_ok(false, "%s, check %d: no THP to take whole", what, k + 1);
+		munmap(r->raw, 2 * HUGE_SIZE);
+		return NULL;
+	}
+	mr = ibv_reg_mr(pd, r->p, HUGE_SIZE, VT_ODP_ACCESS);
+	if (!mr)
+		tap_bail("ODP MR over the huge page range: %s", strerror(errno));
+	return mr;
 }
 
 /*
@@ -160,17 +178,9 @@ static void test_held(struct vt_loopback *lb, uint64_t *src, struct ibv_mr *src_
 				 "RDMA WRITE held in the THP widening window, check %d", k + 1);
 		return;
 	}
-	if (!thp_map(&r))
-		tap_bail("no memory for a huge page range");
-	if (!thp_populate(&r, "held")) {
-		for (k = 1; k < HELD_CHECKS; k++)
-			tap_ok(false, "held, check %d: no THP to take whole", k + 1);
-		munmap(r.raw, 2 * HUGE_SIZE);
-		return;
-	}
-	mr = ibv_reg_mr(lb->pd, r.p, HUGE_SIZE, VT_ODP_ACCESS);
+	mr = thp_setup(&r, lb->pd, "held", HELD_CHECKS);
 	if (!mr)
-		tap_bail("ODP MR over the huge page range: %s", strerror(errno));
+		return;
 	*src = word(1);
 
 	atexit(disarm);
@@ -260,23 +270,15 @@ static void test_stress(struct ibv_pd *pd, uint64_t *src, struct ibv_mr *src_mr)
 	long long end;
 	pthread_t t;
 	bool ok;
-	int i;
 
 	/* A QP pair of its own: a failure of the held case leaves its pair in error. */
 	if (vt_loopback_create_on(lb, ctx, &opt, pd))
 		tap_bail("no connected QP pair for the stress");
-	if (!thp_map(&r))
-		tap_bail("no memory for a huge page range");
-	if (!thp_populate(&r, "stress")) {
-		for (i = 1; i < STRESS_CHECKS; i++)
-			tap_ok(false, "stress, check %d: no THP to take whole", i + 1);
-		munmap(r.raw, 2 * HUGE_SIZE);
+	mr = thp_setup(&r, pd, "stress", STRESS_CHECKS);
+	if (!mr) {
 		vt_loopback_destroy(lb);
 		return;
 	}
-	mr = ibv_reg_mr(lb->pd, r.p, HUGE_SIZE, VT_ODP_ACCESS);
-	if (!mr)
-		tap_bail("ODP MR over the huge page range: %s", strerror(errno));
 	c.p = r.p;
 	ok = vt_odp_snapshot(ctx, opt.port, b);
 	if (pthread_create(&t, NULL, churn_fn, &c))
