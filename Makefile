@@ -8,6 +8,8 @@
 #   make kernel                                      build our kernel only
 #   make export-patches                              kernel commits -> kernel/patches/
 #   make check-series [FROM=N]                       checkpatch --strict, each patch builds, W=1
+#   make mutants [ONLY=name] [MUTANT_PROFILE=p]     known-bad kernels (tests/mutants/) must
+#                                                    fail the suites that should notice them
 #   make install [PREFIX=/usr/local] [DESTDIR=]      libibodp, its header, pkg-config file,
 #                                                    tools and man pages
 #   make clean                                       remove build/ (keeps apt packages)
@@ -16,9 +18,11 @@ KERNEL ?=
 SUITES ?=
 BENCH_SECONDS ?=
 FROM ?=
+ONLY ?=
+MUTANT_PROFILE ?=
 PREFIX ?= /usr/local
 DESTDIR ?=
-export PROFILE KERNEL SUITES BENCH_SECONDS FROM
+export PROFILE KERNEL SUITES BENCH_SECONDS FROM ONLY MUTANT_PROFILE
 
 test:
 	@bash scripts/test.sh
@@ -43,10 +47,13 @@ export-patches:
 check-series:
 	@bash scripts/check-series.sh
 
+mutants:
+	@bash scripts/mutants.sh
+
 install:
 	$(MAKE) -C userspace O=$(CURDIR)/build/userspace install PREFIX=$(PREFIX) DESTDIR=$(DESTDIR)
 
 clean:
 	rm -rf build
 
-.PHONY: test bench run shell kernel export-patches check-series install clean
+.PHONY: test bench run shell kernel export-patches check-series mutants install clean

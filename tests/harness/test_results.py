@@ -127,6 +127,20 @@ class SplatTest(unittest.TestCase):
                                               ]))
 
 
+class ConsoleTest(unittest.TestCase):
+    def test_guest_line_split_by_a_kernel_message(self):
+        lines = ['[    2.01] Run /init as init process',
+                 'vmtest: initramf[    2.11] tsc: Refined TSC clocksource calibration: 2095.986 MHz',
+                 's started on 6.12.118+',
+                 '[    2.12] clocksource: Switched to clocksource tsc',
+                 'vmtest: error: cannot create rxe0']
+        self.assertEqual(results.guest_lines(lines),
+                         ['vmtest: initramfs started on 6.12.118+', 'vmtest: error: cannot create rxe0'])
+
+    def test_kernel_messages_alone_are_no_guest_lines(self):
+        self.assertEqual(results.guest_lines(['[ 0.1] Linux version 6.12', '[ 0.2] x']), [])
+
+
 UNITTEST_LOG = """\
 test_a (tests.test_x.X.test_a) ... ok
 test_b (tests.test_x.X.test_b)
