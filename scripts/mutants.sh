@@ -95,7 +95,9 @@ for m in "${mutants[@]}"; do
 	if [ ${#hit[@]} -gt 0 ]; then
 		killed=$((killed + 1))
 		report+=("  killed   $name by ${hit[*]}")
-		grep -E '^      FAIL' "$dir/test.log" | head -n 4 | sed 's/^      /             /' \
+		# The results folder is the next mutant's: point at this one's copy of the console.
+		grep -E '^      FAIL' "$dir/test.log" | head -n 4 |
+			sed "s/^      /             /; s|$RESULTS/$profile/console.log|$dir/console.log|" \
 			>"$dir/fails" || true
 		while IFS= read -r line; do report+=("$line"); done <"$dir/fails"
 	else
