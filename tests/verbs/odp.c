@@ -364,14 +364,6 @@ static void *traffic(void *arg)
 	return NULL;
 }
 
-static long long ms_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
 static void test_stress(struct ibv_pd *pd)
 {
 	struct worker w[STRESS_THREADS];
@@ -400,8 +392,8 @@ static void test_stress(struct ibv_pd *pd)
 		started++;
 	}
 
-	end = ms_now() + STRESS_MS;
-	while (!failed && ms_now() < end) {
+	end = vt_now_ms() + STRESS_MS;
+	while (!failed && vt_now_ms() < end) {
 		if (mprotect(st.src.p, st.src.size, PROT_READ) ||
 		    mprotect(st.src.p, st.src.size, PROT_READ | PROT_WRITE)) {
 			tap_diag("mprotect: %s", strerror(errno));

@@ -154,20 +154,12 @@ static void test_prefetch_no_fault(struct vt_loopback *lb, struct ibv_mr *pinned
 	vt_odp_buf_fini(&src);
 }
 
-static long long ms_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
 /* Asynchronous PREFETCH_WRITE: returns at once, the pages arrive soon after. */
 static void test_prefetch_async(struct vt_loopback *lb, struct ibv_mr *pinned_mr,
 				unsigned char *pinned)
 {
 	long b[VT_ODP_NCOUNTERS], a[VT_ODP_NCOUNTERS], d[VT_ODP_NCOUNTERS] = { 0 };
-	long long until = ms_now() + 5000;
+	long long until = vt_now_ms() + 5000;
 	struct vt_odp_buf dst;
 	bool ok;
 	int ret;
@@ -177,7 +169,7 @@ static void test_prefetch_async(struct vt_loopback *lb, struct ibv_mr *pinned_mr
 	ok = vt_odp_snapshot(ctx, opt.port, b);
 	ret = advise(lb->pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE, 0, dst.p, buf_size,
 		     dst.mr->lkey);
-	while (ok && !ret && d[VT_ODP_PAGES_FAULTED] < NPAGES && ms_now() < until) {
+	while (ok && !ret && d[VT_ODP_PAGES_FAULTED] < NPAGES && vt_now_ms() < until) {
 		ok = vt_odp_snapshot(ctx, opt.port, a);
 		vt_odp_delta(b, a, d);
 	}
@@ -203,7 +195,7 @@ static void test_prefetch_async(struct vt_loopback *lb, struct ibv_mr *pinned_mr
 static void test_prefetch_vs_dereg(struct ibv_pd *pd)
 {
 	int round, ret = 0, dereg_failed = 0;
-	long long t0 = ms_now();
+	long long t0 = vt_now_ms();
 	struct vt_odp_buf b;
 
 	for (round = 0; round < RACE_ROUNDS && !ret; round++) {
@@ -221,7 +213,7 @@ static void test_prefetch_vs_dereg(struct ibv_pd *pd)
 	tap_ok(!ret && !dereg_failed,
 	       "%d async prefetches of %lu MiB, each MR deregistered at once: %d deregistrations failed (%s) in %lld ms",
 	       round, RACE_SIZE >> 20, dereg_failed, ret ? strerror(ret) : "prefetch ok",
-	       ms_now() - t0);
+	       vt_now_ms() - t0);
 }
 
 static void expect_errno(int ret, int want, const char *what)
@@ -233,7 +225,7 @@ static void expect_errno(int ret, int want, const char *what)
 static void test_errors(struct ibv_pd *pd)
 {
 	long b[VT_ODP_NCOUNTERS], a[VT_ODP_NCOUNTERS], d[VT_ODP_NCOUNTERS] = { 0 };
-	long long until = ms_now() + 5000;
+	long long until = vt_now_ms() + 5000;
 	struct vt_odp_buf odp, ro;
 	unsigned char *pinned;
 	struct ibv_mr *mr;
@@ -269,7 +261,7 @@ static void test_errors(struct ibv_pd *pd)
 		     "sync prefetch over an unmapped page of the MR");
 	ok = vt_odp_snapshot(ctx, opt.port, b);
 	ret = advise(pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, odp.p, 2 * page_size, odp.mr->lkey);
-	while (ok && !ret && !d[VT_ODP_FAULT_ERRORS] && ms_now() < until) {
+	while (ok && !ret && !d[VT_ODP_FAULT_ERRORS] && vt_now_ms() < until) {
 		ok = vt_odp_snapshot(ctx, opt.port, a);
 		vt_odp_delta(b, a, d);
 	}

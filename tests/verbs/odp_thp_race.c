@@ -37,14 +37,6 @@ static struct vt_options opt;
 static struct ibv_context *ctx;
 static long page_size;
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
 /* 8 bytes no page of zeros or of another seed holds. */
 static uint64_t word(unsigned int seed)
 {
@@ -150,9 +142,9 @@ static void disarm(void)
 /* Wait for the hook to say it holds a fault in the window. */
 static bool wait_held(void)
 {
-	long long deadline = now_ms() + VT_WAIT_MS;
+	long long deadline = vt_now_ms() + VT_WAIT_MS;
 
-	while (now_ms() < deadline) {
+	while (vt_now_ms() < deadline) {
 		if (vt_read_long(HOLD_PARAM) == 2)
 			return true;
 		usleep(1000);
@@ -186,11 +178,11 @@ static void test_held(struct vt_loopback *lb, uint64_t *src, struct ibv_mr *src_
 	atexit(disarm);
 	if (!vt_write_str(HOLD_PARAM, "1"))
 		tap_bail("cannot arm %s: %s", HOLD_PARAM, strerror(errno));
-	start = now_ms();
+	start = vt_now_ms();
 	if (post_write(lb, src, src_mr, r.p + off, mr, 1))
 		held = wait_held();
 	tap_ok(held, "an RDMA WRITE into the THP was held in the widening window after %lld ms",
-	       now_ms() - start);
+	       vt_now_ms() - start);
 	if (held) {
 		/* The race: the page goes away, and a read maps the huge zero page. */
 		if (madvise(r.p, HUGE_SIZE, MADV_DONTNEED))
@@ -283,9 +275,9 @@ static void test_stress(struct ibv_pd *pd, uint64_t *src, struct ibv_mr *src_mr)
 	ok = vt_odp_snapshot(ctx, opt.port, b);
 	if (pthread_create(&t, NULL, churn_fn, &c))
 		tap_bail("pthread_create failed");
-	end = now_ms() + STRESS_SECONDS * 1000;
+	end = vt_now_ms() + STRESS_SECONDS * 1000;
 	srand(7);
-	while (now_ms() < end) {
+	while (vt_now_ms() < end) {
 		size_t off = ((size_t)rand() % (HUGE_SIZE / 8)) * 8;
 
 		*src = word((unsigned int)writes + 2);

@@ -30,14 +30,6 @@ static struct vt_options opt;
 static struct ibv_context *ctx;
 static size_t page_size, buf_size;
 
-static long long now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
-}
-
 static bool atomic_write(struct vt_loopback *lb, void *addr, uint32_t rkey, uint64_t value)
 {
 	struct ibv_qp_ex *qpx = ibv_qp_to_qp_ex(lb->qp[0]);
@@ -126,11 +118,11 @@ static bool flush_counted(struct vt_loopback *lb, void *sq, void *addr, uint32_t
 {
 	enum ibv_wc_status st = IBV_WC_GENERAL_ERR;
 	long b[VT_ODP_NCOUNTERS], a[VT_ODP_NCOUNTERS];
-	long long t0 = now_ms();
+	long long t0 = vt_now_ms();
 	bool ok;
 
 	ok = vt_odp_snapshot(ctx, opt.port, b) && flush(lb, sq, addr, len, rkey, VT_FLUSH_PERSISTENT, level, &st);
-	*ms = now_ms() - t0;
+	*ms = vt_now_ms() - t0;
 	ok = ok && vt_odp_snapshot(ctx, opt.port, a);
 	vt_odp_delta(b, a, d);
 	if (ok && st != IBV_WC_SUCCESS)

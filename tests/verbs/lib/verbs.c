@@ -254,7 +254,7 @@ void vt_loopback_destroy(struct vt_loopback *lb)
 	lb->pd = NULL;
 }
 
-static long long now_ms(void)
+long long vt_now_ms(void)
 {
 	struct timespec ts;
 
@@ -264,7 +264,7 @@ static long long now_ms(void)
 
 int vt_poll_one(struct ibv_cq *cq, struct ibv_wc *wc, int timeout_ms)
 {
-	long long deadline = now_ms() + timeout_ms;
+	long long deadline = vt_now_ms() + timeout_ms;
 	int n;
 
 	do {
@@ -275,7 +275,7 @@ int vt_poll_one(struct ibv_cq *cq, struct ibv_wc *wc, int timeout_ms)
 		}
 		if (n == 1)
 			return 0;
-	} while (now_ms() < deadline);
+	} while (vt_now_ms() < deadline);
 	fprintf(stderr, "no completion within %d ms\n", timeout_ms);
 	return -1;
 }

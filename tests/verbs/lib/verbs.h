@@ -58,6 +58,9 @@ void vt_loopback_destroy(struct vt_loopback *lb);
  */
 #define VT_WAIT_MS 60000
 
+/* CLOCK_MONOTONIC in milliseconds: for deadlines and for saying how long a wait took. */
+long long vt_now_ms(void);
+
 /* Wait up to timeout_ms for one completion on cq. 0 on success, -1 on error or timeout. */
 int vt_poll_one(struct ibv_cq *cq, struct ibv_wc *wc, int timeout_ms);
 
