@@ -67,6 +67,27 @@ profile_var() {
 	)
 }
 
+# The seconds a guest suite may run: its "# vmtest-timeout: N" line (900 without one).
+# run-suites.sh kills a suite past it and names it.
+suite_timeout() {
+	local t
+
+	t=$(sed -n 's/^# vmtest-timeout: *\([0-9]\+\)$/\1/p' "$1" | head -1)
+	echo "${t:-900}"
+}
+
+# The seconds a `make test` guest may run: every suite's timeout, plus 300 for booting
+# and the checks after the suites. Longer than any suite can take, so a slow suite is
+# named as such, not reported as a hung guest.
+guest_timeout() {
+	local total=300 f
+
+	for f in "$ROOT"/tests/suites/*.sh; do
+		total=$((total + $(suite_timeout "$f")))
+	done
+	echo "$total"
+}
+
 # Die unless the profile exists, listing those that do.
 require_profile() {
 	[ -f "$PROFILES_DIR/$1.conf" ] ||

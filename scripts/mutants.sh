@@ -2,10 +2,11 @@
 # SPDX-License-Identifier: GPL-2.0
 # `make mutants [ONLY=name]`: prove that the suites notice known-bad kernels. Each
 # tests/mutants/NAME.patch is a plausible bug (or a fix undone) on top of the series; its
-# header names the guest suites to run (`Suites:`) and the suites or checks that must fail
-# (`Killed-by:`). For each, this builds the kernel with the mutant applied (incremental,
-# ccache), boots it on MUTANT_PROFILE (iommu-strict) with only those suites, and reports
-# it killed (an expected suite failed) or survived. Exit status 1 when one survived or
+# header names the guest suites to run (`Suites:`), the suites or checks that must fail
+# (`Killed-by:`) and, when the bug shows only there, the VM profile (`Profile:`, else
+# iommu-strict; MUTANT_PROFILE overrides both). For each, this builds the kernel with the
+# mutant applied (incremental, ccache), boots it with only those suites, and reports it
+# killed (an expected suite failed) or survived. Exit status 1 when one survived or
 # could not be built. Not part of `make test`: each mutant costs a build and a boot.
 #
 # The mutant is applied in $SRC on a branch of its own, after checking that the tree has
@@ -15,8 +16,6 @@ set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 MUTANTS=$ROOT/tests/mutants
-profile=${MUTANT_PROFILE:-iommu-strict}
-require_profile "$profile"
 
 mutants=()
 for m in "$MUTANTS"/*.patch; do
@@ -61,6 +60,9 @@ for m in "${mutants[@]}"; do
 	suites=$(header Suites "$m")
 	expect=$(header Killed-by "$m")
 	[ -n "$suites" ] && [ -n "$expect" ] || die "$m has no Suites: or Killed-by: line"
+	profile=${MUTANT_PROFILE:-$(header Profile "$m")}
+	profile=${profile:-iommu-strict}
+	require_profile "$profile"
 	info "mutant $name: $(header Mutant "$m")"
 
 	git -C "$SRC" checkout -q -B mutant series
@@ -94,7 +96,7 @@ for m in "${mutants[@]}"; do
 	done
 	if [ ${#hit[@]} -gt 0 ]; then
 		killed=$((killed + 1))
-		report+=("  killed   $name by ${hit[*]}")
+		report+=("  killed   $name on $profile by ${hit[*]}")
 		# The results folder is the next mutant's: point at this one's copy of the console.
 		grep -E '^      FAIL' "$dir/test.log" | head -n 4 |
 			sed "s/^      /             /; s|$RESULTS/$profile/console.log|$dir/console.log|" \
@@ -102,12 +104,12 @@ for m in "${mutants[@]}"; do
 		while IFS= read -r line; do report+=("$line"); done <"$dir/fails"
 	else
 		survived=$((survived + 1))
-		report+=("  SURVIVED $name: none of '$expect' failed (exit $rc; log: $dir/test.log)")
+		report+=("  SURVIVED $name on $profile: none of '$expect' failed (exit $rc; log: $dir/test.log)")
 	fi
 done
 
 echo
-echo "==> mutants on $profile"
+echo "==> mutants"
 printf '%s\n' "${report[@]}"
 echo "$killed killed, $survived survived, $broken broken"
 [ "$survived" = 0 ] && [ "$broken" = 0 ]

@@ -4,8 +4,9 @@
 
   results.py profile NAME DIR --expect-group TYPE --qemu-rc N --timeout S --seconds S
       Reads DIR (console.log with the guest's "vmtest: error:" lines, the TAP files
-      the guest wrote, facts, kmemleak, done), prints one line per suite and one for the profile, and writes
-      DIR/summary.json.
+      the guest wrote and their exit statuses, facts, kmemleak, done), prints one line
+      per suite and one for the profile, and writes DIR/summary.json. With
+      --expected-skips FOLDER, a skip its SUITE.skips file does not allow fails.
   results.py tap NAME FILE...
       Counts host-side TAP files as one suite (for suites that run on the host).
   results.py total DIR...
@@ -13,6 +14,7 @@
       Exit status 1 when anything failed.
 """
 import argparse
+import fnmatch
 import json
 import os
 import re
@@ -52,6 +54,7 @@ class Counts:
     def __init__(self):
         self.passed = self.failed = self.skipped = 0
         self.failures = []   # (name, why) of each failure
+        self.skips = []      # (name, why) of each skip
         self.notes = []      # things a person should look at that are not failures
 
     def add(self, other):
@@ -63,6 +66,10 @@ class Counts:
         self.failed += 1
         self.failures.append((name, why))
 
+    def skip(self, name, why):
+        self.skipped += 1
+        self.skips.append((name, why))
+
     def line(self):
         return f'{self.passed} passed, {self.failed} failed, {self.skipped} skipped'
 
@@ -72,13 +79,26 @@ def read_lines(path):
         return [line.rstrip('\r\n') for line in f]
 
 
+TAP_SKIP_ALL = re.compile(r'^1\.\.0\s*#\s*SKIP\S*\s*(?P<why>.*)$', re.I)
+
+
 def parse_tap(lines, counts):
-    """Count a TAP stream. A plan that promises more results than arrived is a failure."""
-    plan, seen = None, 0
+    """Count a TAP stream.
+
+    A plan that promises more results than arrived, results beyond the plan, two plans
+    and no plan at all are failures; `1..0 # SKIP why` is one skip, with its reason.
+    """
+    plans, plan, seen = 0, None, 0
     for line in lines:
         m = TAP_PLAN.match(line)
         if m:
+            plans += 1
+            if plans == 2:
+                counts.fail('two plans', f'a second plan "{line}"')
             plan = int(m.group(1))
+            skip_all = TAP_SKIP_ALL.match(line)
+            if plan == 0 and skip_all:
+                counts.skip('all', skip_all.group('why').strip() or 'no reason given')
             continue
         if line.startswith('Bail out!'):
             counts.fail('bail out', line[9:].strip())
@@ -92,22 +112,44 @@ def parse_tap(lines, counts):
         desc = m.group('desc').strip()
         why = m.group('why') or ''
         if directive == 'SKIP':
-            counts.skipped += 1
+            counts.skip(desc, why.strip())
         elif directive == 'TODO':
             if ok:
                 counts.passed += 1
                 counts.notes.append(f'{desc}: {why}')
             else:
-                counts.skipped += 1
+                counts.skip(desc, f'TODO {why}'.strip())
         elif ok:
             counts.passed += 1
         else:
             counts.fail(desc)
     if plan is None:
-        counts.fail('no TAP plan', 'the program died before printing its plan')
+        counts.fail('no TAP plan', 'the program died before printing its plan'
+                    if seen else 'no TAP at all: the program printed nothing it was started for')
     elif seen < plan:
         counts.failed += plan - seen
         counts.failures.append(('missing results', f'{plan - seen} of {plan} never reported'))
+    elif seen > plan:
+        counts.fail('results beyond the plan', f'{seen} results for a plan of {plan}')
+    return counts
+
+
+def judge_exit(path, counts):
+    """A TAP program's exit status ("STATUS SECONDS" in NAME.exit, from the guest's
+    run_tap): a timeout, a death by signal, or a non-zero status with every result
+    passed is a failure, so a crash after the last result cannot pass."""
+    try:
+        rc, secs = (read_lines(path) or [''])[0].split()[:2]
+        rc = int(rc)
+    except (OSError, ValueError):
+        counts.fail('exit status', f'unreadable {path}')
+        return counts
+    if rc == 124:
+        counts.fail('timeout', f'killed after {secs} s')
+    elif rc > 128:
+        counts.fail('exit status', f'died of signal {rc - 128}')
+    elif rc and not counts.failed:
+        counts.fail('exit status', f'exited {rc} although every result it printed passed')
     return counts
 
 
@@ -137,7 +179,7 @@ def parse_ktap(lines):
                 c = suites[current]
                 directive = (m.group('dir') or '').upper()
                 if directive == 'SKIP':
-                    c.skipped += 1
+                    c.skip(m.group('desc').strip(), (m.group('why') or '').strip())
                 elif m.group('ok').lower() == 'ok':
                     c.passed += 1
                 else:
@@ -150,7 +192,7 @@ def parse_ktap(lines):
                 c.fail(current, 'suite failed without a failing case (crash?)')
             elif (m.group('dir') or '').upper() == 'SKIP' and not (c.passed or c.skipped):
                 # A suite skipped as a whole (no case ran) still shows up as one skip.
-                c.skipped += 1
+                c.skip('all', (m.group('why') or '').strip())
             current = None
     return suites
 
@@ -179,6 +221,54 @@ def find_splat(lines):
             if pattern.search(line):
                 return what, line.strip()
     return None
+
+
+def suite_file(name):
+    """The expected-skips file of a suite: verbs/odp -> verbs-odp.skips."""
+    return name.replace('/', '-') + '.skips'
+
+
+class SkipRule:
+    def __init__(self, profiles, count, reason, where):
+        self.profiles, self.count, self.where = profiles, count, where
+        self.reason = re.compile(reason)
+
+    def applies(self, profile):
+        return any(fnmatch.fnmatchcase(profile, p) for p in self.profiles.split(','))
+
+
+def read_expected_skips(d):
+    """{file name: [SkipRule]} from DIR/*.skips. Each line: PROFILES COUNT REASON, where
+    PROFILES is a comma-separated list of globs (* for all), COUNT the most skips the
+    line allows per run, REASON a regular expression searched in the skip's reason."""
+    rules = {}
+    for fn in sorted(os.listdir(d)):
+        if not fn.endswith('.skips'):
+            continue
+        for n, line in enumerate(read_lines(os.path.join(d, fn)), 1):
+            if not line.strip() or line.lstrip().startswith('#'):
+                continue
+            parts = line.split(None, 2)
+            if len(parts) != 3 or not parts[1].isdigit():
+                raise ValueError(f'{fn}:{n}: want "PROFILES COUNT REASON", got "{line}"')
+            rules.setdefault(fn, []).append(SkipRule(parts[0], int(parts[1]), parts[2],
+                                                     f'{fn}:{n}'))
+    return rules
+
+
+def judge_skips(suite, profile, counts, rules):
+    """Every skip must be one the suite's expected-skips file allows on this profile,
+    within its count; any other is a failure, so a pass that turns into a skip (a
+    feature lost, a counter gone) fails the run."""
+    left = {id(r): r.count for r in rules}
+    for name, why in counts.skips:
+        rule = next((r for r in rules if r.applies(profile) and left[id(r)] > 0 and
+                     r.reason.search(why)), None)
+        if rule:
+            left[id(rule)] -= 1
+        else:
+            counts.fail(f'unexpected skip: {name}',
+                        f'"{why}" (not allowed by tests/expected-skips/{suite_file(suite)})')
 
 
 def read_facts(path):
@@ -262,8 +352,15 @@ def judge_profile(args):
         suites.append((f'kunit/{name}', c))
     for fn in sorted(os.listdir(d)) if os.path.isdir(d) else []:
         if fn.endswith('.tap'):
-            suites.append((fn[:-4].replace('verbs-', 'verbs/'),
-                           parse_tap(read_lines(os.path.join(d, fn)), Counts())))
+            c = parse_tap(read_lines(os.path.join(d, fn)), Counts())
+            exit_file = os.path.join(d, fn[:-4] + '.exit')
+            if os.path.exists(exit_file):
+                judge_exit(exit_file, c)
+            suites.append((fn[:-4].replace('verbs-', 'verbs/'), c))
+    if args.expected_skips:
+        rules = read_expected_skips(args.expected_skips)
+        for name, c in suites:
+            judge_skips(name, args.name, c, rules.get(suite_file(name), []))
     suites.append(('checks', checks))
     for name, c in suites:
         print_suite(args.name, name, c)
@@ -318,6 +415,8 @@ def main():
     p.add_argument('--qemu-rc', type=int, default=0)
     p.add_argument('--timeout', type=int, default=0)
     p.add_argument('--seconds', type=int, default=0)
+    p.add_argument('--expected-skips', default='',
+                   help='folder of SUITE.skips files; skips they do not allow fail')
     p.set_defaults(func=judge_profile)
     t = sub.add_parser('tap')
     t.add_argument('name')

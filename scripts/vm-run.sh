@@ -5,7 +5,8 @@
 #                                           console goes to OUTDIR/console.log
 # A JOB named */shell.sh is interactive: the serial console is this terminal.
 # The host root is the guest's root (read-only); OUTDIR is shared read-write at the same
-# path. Exit status: QEMU's, or 124 when the guest ran past the profile's TIMEOUT.
+# path. Exit status: QEMU's, or 124 when the guest ran past the profile's TIMEOUT (or
+# VM_TIMEOUT seconds when set).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -17,7 +18,9 @@ job=${4:?missing job}
 require_profile "$profile"
 QEMU_DEVICES=$(profile_var "$profile" QEMU_DEVICES)
 KERNEL_CMDLINE=$(profile_var "$profile" KERNEL_CMDLINE)
-TIMEOUT=$(profile_var "$profile" TIMEOUT 900)
+TIMEOUT=${VM_TIMEOUT:-$(profile_var "$profile" TIMEOUT 900)}
+ODP_DMA=$(profile_var "$profile" EXPECT_ODP_DMA '')
+IOMMU_GROUP=$(profile_var "$profile" EXPECT_IOMMU_GROUP '')
 [ -f "$image" ] || die "kernel image $image does not exist"
 command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 is missing: run scripts/deps.sh"
 
@@ -30,6 +33,10 @@ interactive=
 # panic=-1 with -no-reboot: a panicking guest ends QEMU at once instead of hanging.
 cmdline="console=ttyS0 panic=-1 vmt_root=$ROOT vmt_build=$BUILD vmt_out=$out vmt_job=$job"
 cmdline="$cmdline $KERNEL_CMDLINE"
+# The DMA path the ODP tests must see (VT_ODP_DMA in tests/verbs/lib/odp.h) and the
+# IOMMU group type of the NIC (libibodp's device test).
+[ -n "$ODP_DMA" ] && cmdline="$cmdline vmt_odp_dma=$ODP_DMA"
+[ -n "$IOMMU_GROUP" ] && cmdline="$cmdline vmt_iommu_group=$IOMMU_GROUP"
 # SUITES=a,b (a developer's shortcut): only the guest suites whose names contain a or b.
 [ -n "${SUITES:-}" ] && cmdline="$cmdline vmt_suites=$SUITES"
 [ -n "${BENCH_SECONDS:-}" ] && cmdline="$cmdline vmt_bench_seconds=$BENCH_SECONDS"

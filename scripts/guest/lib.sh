@@ -7,6 +7,10 @@ GUEST_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 OUT=${vmt_out:?vmt_out is not set: run this inside the VM (scripts/vm-run.sh)}
 BUILD=${vmt_build:-$GUEST_ROOT/build}
 RDMA_DEV=${RDMA_DEV:-rxe0}
+# The profile's promises, for the tests: how rxe reaches ODP pages (the counter checks)
+# and the NIC's IOMMU group type (none, DMA, DMA-FQ).
+[ -n "${vmt_odp_dma:-}" ] && export VT_ODP_DMA=$vmt_odp_dma
+[ -n "${vmt_iommu_group:-}" ] && export VT_IOMMU_GROUP=$vmt_iommu_group
 NETDEV=${NETDEV:-eth0}
 # Link-local only: nothing in the guest can route anywhere past the VM.
 GUEST_ADDR=${GUEST_ADDR:-169.254.10.1/16}
@@ -15,6 +19,34 @@ GUEST_ADDR=${GUEST_ADDR:-169.254.10.1/16}
 # the console and counts each as a failed check of the profile.
 guest_error() {
 	echo "vmtest: error: $*" >/dev/console
+}
+
+# run_tap NAME SECONDS COMMAND...: run a program that prints TAP, into $OUT/NAME.tap
+# (stderr: $OUT/NAME.err), and record "EXIT-STATUS SECONDS" in $OUT/NAME.exit: the
+# host's judge fails a program that crashed after its last result, exited non-zero
+# with every result passed, or ran out of time (124).
+run_tap() {
+	local name=$1 secs=$2 rc
+
+	shift 2
+	timeout -k 5 "$secs" "$@" >"$OUT/$name.tap" 2>"$OUT/$name.err"
+	rc=$?
+	echo "$rc $secs" >"$OUT/$name.exit"
+	return $rc
+}
+
+# Wait until TCP port $1 is listening (a server's out-of-band exchange: ibv_rc_pingpong
+# and perftest use 18515), while server process $2 lives; at most $3 seconds (60).
+# Returns 1 when the server exited or never listened.
+wait_listening() {
+	local port=$1 pid=$2 i
+
+	for i in $(seq $((${3:-60} * 10))); do
+		ss -Hltn "sport = :$port" | grep -q . && return 0
+		kill -0 "$pid" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
 }
 
 # Bring up the NIC and create the soft-RoCE device on it; wait until its port is ACTIVE

@@ -5,7 +5,6 @@
 . "$(dirname "$0")/lib.sh"
 
 export RDMA_DEV OUT BUILD GUEST_ROOT
-SUITE_TIMEOUT=${SUITE_TIMEOUT:-900}
 
 # Whether SUITES (vmt_suites) picks suite $1: every suite when it is unset.
 suite_wanted() {
@@ -26,6 +25,15 @@ suite_wanted() {
 # Boot-time KUnit suites bounce on purpose: measure swiotlb use from here on.
 echo 0 >/sys/kernel/debug/swiotlb/io_tlb_used_hiwater 2>/dev/null
 
+# A command a suite calls that does not exist (a typo, a helper it did not source) fails
+# the run by name, even when the suite goes on and writes its other TAP files.
+command_not_found_handle() {
+	echo "vmtest: error: suite $VMT_SUITE: $1: command not found" >/dev/console
+	echo "bash: $1: command not found" >&2
+	return 127
+}
+export -f command_not_found_handle
+
 setup_rxe
 rxe_ready=$?
 # After setup_rxe: with a modular kernel the NIC exists only once its driver is loaded.
@@ -35,10 +43,14 @@ if [ $rxe_ready = 0 ]; then
 		name=$(basename "$suite" .sh)
 		suite_wanted "$name" || continue
 		echo "vmtest: suite $name" >/dev/console
+		export VMT_SUITE=$name
+		# Its "# vmtest-timeout: N" line (scripts/lib.sh suite_timeout() reads the same).
+		limit=$(sed -n 's/^# vmtest-timeout: *\([0-9]\+\)$/\1/p' "$suite" | head -1)
+		limit=${limit:-900}
 		start=$(date +%s)
-		timeout -k 10 "$SUITE_TIMEOUT" bash "$suite" >"$OUT/$name.out" 2>&1
+		timeout -k 10 "$limit" bash "$suite" >"$OUT/$name.out" 2>&1
 		rc=$?
-		[ $rc -eq 124 ] && guest_error "suite $name ran past ${SUITE_TIMEOUT}s and was killed (log: $OUT/$name.out)"
+		[ $rc -eq 124 ] && guest_error "suite $name ran past its ${limit} s and was killed (log: $OUT/$name.out)"
 		echo "vmtest: suite $name exited $rc after $(($(date +%s) - start))s" >/dev/console
 	done
 fi

@@ -27,7 +27,7 @@ odp_pingpong() {
 	for c in "${names[@]}"; do before+=("$(cat "$counters/$c" 2>/dev/null || echo 0)"); done
 	timeout 300 ibv_rc_pingpong "$@" -o >"$OUT/odp-server.txt" 2>&1 &
 	server=$!
-	sleep 1
+	wait_listening 18515 $server
 	timeout 300 ibv_rc_pingpong "$@" -o "$addr" >"$OUT/odp-client.txt" 2>&1
 	client_rc=$?
 	wait $server
@@ -81,7 +81,7 @@ if setup_rxe; then
 	args=(-d "$RDMA_DEV" -g 1 -c -n "$ITERS" -s "$SIZE")
 	timeout 300 ibv_rc_pingpong "${args[@]}" >"$OUT/server.txt" 2>&1 &
 	server=$!
-	sleep 1
+	wait_listening 18515 $server
 	timeout 300 ibv_rc_pingpong "${args[@]}" "$addr" >"$OUT/client.txt" 2>&1
 	client_rc=$?
 	wait $server

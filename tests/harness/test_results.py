@@ -2,6 +2,7 @@
 """Host-side tests of the parsers that decide pass and fail for the guest suites."""
 import importlib.util
 import os
+import tempfile
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -44,6 +45,102 @@ class TapTest(unittest.TestCase):
 
     def test_bail_out_fails(self):
         self.assertEqual(tap('1..1\nBail out! no device\n').failed, 2)
+
+    def test_skip_all_plan_is_one_skip_with_its_reason(self):
+        c = tap('1..0 # SKIP no HMM test driver\n')
+        self.assertEqual((c.passed, c.failed, c.skipped), (0, 0, 1))
+        self.assertEqual(c.skips, [('all', 'no HMM test driver')])
+
+    def test_results_beyond_the_plan_fail(self):
+        c = tap('1..1\nok 1 - a\nok 2 - b\n')
+        self.assertEqual((c.passed, c.failed), (2, 1))
+
+    def test_two_plans_fail(self):
+        c = tap('1..1\nok 1 - a\n1..1\n')
+        self.assertEqual(c.failed, 1)
+        self.assertEqual(c.failures[0][0], 'two plans')
+
+    def test_empty_output_fails(self):
+        c = tap('')
+        self.assertEqual(c.failed, 1)
+        self.assertIn('printed nothing', c.failures[0][1])
+
+
+class ExitStatusTest(unittest.TestCase):
+    def judge(self, status, text='1..1\nok 1 - a\n'):
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, 'x.exit')
+            with open(path, 'w') as f:
+                f.write(status + '\n')
+            return results.judge_exit(path, tap(text))
+
+    def test_clean_exit_passes(self):
+        self.assertEqual(self.judge('0 300').failed, 0)
+
+    def test_crash_after_the_last_result_fails(self):
+        c = self.judge('139 300')
+        self.assertEqual((c.passed, c.failed), (1, 1))
+        self.assertIn('signal 11', c.failures[0][1])
+
+    def test_non_zero_exit_with_all_passed_fails(self):
+        self.assertEqual(self.judge('1 300').failed, 1)
+
+    def test_timeout_is_named(self):
+        c = self.judge('124 300')
+        self.assertEqual(c.failures[0], ('timeout', 'killed after 300 s'))
+
+    def test_failing_program_is_not_counted_twice(self):
+        self.assertEqual(self.judge('1 300', '1..1\nnot ok 1 - a\n').failed, 1)
+
+
+class ExpectedSkipsTest(unittest.TestCase):
+    RULES = ('# comment\n'
+             '*                  1  ^no IOMMU DMA domain$\n'
+             'no-iommu,swiotlb   2  bounce\n')
+
+    def judge(self, profile, text):
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, 'verbs-odp.skips'), 'w') as f:
+                f.write(self.RULES)
+            rules = results.read_expected_skips(d)
+        c = tap(text)
+        results.judge_skips('verbs/odp', profile, c, rules.get('verbs-odp.skips', []))
+        return c
+
+    def test_allowed_skips_pass(self):
+        c = self.judge('swiotlb', '1..3\nok 1 - a # SKIP no IOMMU DMA domain\n'
+                       'ok 2 - b # SKIP would bounce\nok 3 - c # SKIP bounce again\n')
+        self.assertEqual((c.failed, c.skipped), (0, 3))
+
+    def test_skip_of_another_reason_fails(self):
+        c = self.judge('iommu-strict', '1..1\nok 1 - a # SKIP no ODP counters\n')
+        self.assertEqual(c.failed, 1)
+        self.assertIn('unexpected skip', c.failures[0][0])
+
+    def test_more_skips_than_the_count_fail(self):
+        c = self.judge('iommu-strict', '1..2\nok 1 - a # SKIP no IOMMU DMA domain\n'
+                       'ok 2 - b # SKIP no IOMMU DMA domain\n')
+        self.assertEqual(c.failed, 1)
+
+    def test_rule_for_other_profiles_does_not_apply(self):
+        c = self.judge('iommu-strict', '1..1\nok 1 - a # SKIP would bounce\n')
+        self.assertEqual(c.failed, 1)
+
+    def test_suite_without_a_file_may_not_skip(self):
+        c = tap('1..1\nok 1 - a # SKIP anything\n')
+        results.judge_skips('verbs/odp_huge', 'debug', c, [])
+        self.assertEqual(c.failed, 1)
+
+    def test_bad_line_is_refused(self):
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, 'x.skips'), 'w') as f:
+                f.write('* many reasons\n')
+            with self.assertRaises(ValueError):
+                results.read_expected_skips(d)
+
+    def test_checked_in_files_parse(self):
+        rules = results.read_expected_skips(os.path.join(ROOT, 'tests', 'expected-skips'))
+        self.assertIn('rdma-core.skips', rules)
 
 
 KTAP = """\

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
+# vmtest-timeout: 600
 # Our verbs tests (tests/verbs/*.c, built on the host into $BUILD/tests/verbs): one TAP
 # file per program.
 dir=$BUILD/tests/verbs
@@ -13,9 +14,7 @@ for t in "$dir"/*; do
 	found=1
 	name=$(basename "$t")
 	echo "running $name"
-	timeout -k 5 300 "$t" --dev "$RDMA_DEV" >"$OUT/verbs-$name.tap" 2>"$OUT/verbs-$name.err"
-	rc=$?
-	[ $rc -eq 124 ] && echo "not ok - $name timed out after 300 s" >>"$OUT/verbs-$name.tap"
+	run_tap "verbs-$name" 300 "$t" --dev "$RDMA_DEV"
 done
 # Attacks that need no privilege are tried without it too: nobody's uid and gid, no
 # capabilities, the default RLIMIT_MEMLOCK.
@@ -23,10 +22,8 @@ for name in odp_secretmem; do
 	t=$dir/$name
 	[ -x "$t" ] || continue
 	echo "running $name as an unprivileged user"
-	timeout -k 5 300 setpriv --reuid=65534 --regid=65534 --clear-groups --inh-caps=-all \
-		"$t" --dev "$RDMA_DEV" >"$OUT/verbs-$name-unprivileged.tap" 2>"$OUT/verbs-$name-unprivileged.err"
-	rc=$?
-	[ $rc -eq 124 ] && echo "not ok - $name (unprivileged) timed out after 300 s" >>"$OUT/verbs-$name-unprivileged.tap"
+	run_tap "verbs-$name-unprivileged" 300 setpriv --reuid=65534 --regid=65534 --clear-groups \
+		--inh-caps=-all "$t" --dev "$RDMA_DEV"
 done
 if [ $found = 0 ]; then
 	printf '1..1\nnot ok 1 - no test programs in %s (the host build of tests/verbs did not run)\n' \

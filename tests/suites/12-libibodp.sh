@@ -1,8 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
+# vmtest-timeout: 300
 # libibodp on the guest's device: its device test (userspace/tests/device_lib.c), then
 # each tool for a short run whose output must say what it promises. Writes
 # libibodp-device.tap and libibodp-tools.tap.
+. "$GUEST_ROOT/scripts/guest/lib.sh"
 bin=$BUILD/userspace
 tap=$OUT/libibodp-tools.tap
 log=$OUT/libibodp-tools.log
@@ -12,33 +14,34 @@ if [ ! -x "$bin/tests/device_lib" ]; then
 	printf '1..1\nnot ok 1 - libibodp is not built in %s\n' "$bin" >"$tap"
 	exit 0
 fi
-timeout -k 5 120 "$bin/tests/device_lib" --dev "$RDMA_DEV" \
-	>"$OUT/libibodp-device.tap" 2>"$OUT/libibodp-device.err"
+run_tap libibodp-device 120 "$bin/tests/device_lib" --dev "$RDMA_DEV"
 
-# name | command | a line the output must have
+# name | command | its exit status | a line the output must have
 tools=(
-	"odp-workload: WRITE and READ across untouched ODP MRs, invalidations between rounds|odp-workload --dev $RDMA_DEV --size 16M|data verified: .* all as sent"
-	"odp-stress: 4 s of verified traffic against munmap/mmap, madvise, mprotect, fork|odp-stress --dev $RDMA_DEV --seconds 4|result: *0 transfers with differing bytes, 0 failed transfers, 0 failed memory changes"
-	"odp-bench: a short run writes its table and CSV|odp-bench --dev $RDMA_DEV --max-size 1M --touch-size 1M --seconds 0.2 --csv /tmp/odp-bench.csv|invalidate \\+ refault of 1 MiB costs"
-	"odp-bench --help|odp-bench --help|^usage: odp-bench"
-	"odp-stress rejects a bad option value|odp-stress --seconds -1|--seconds wants seconds"
+	"odp-workload: WRITE and READ across untouched ODP MRs, invalidations between rounds|odp-workload --dev $RDMA_DEV --size 16M|0|data verified: .* all as sent"
+	"odp-stress: 4 s of verified traffic against munmap/mmap, madvise, mprotect, fork|odp-stress --dev $RDMA_DEV --seconds 4|0|result: *0 transfers with differing bytes, 0 failed transfers, 0 failed memory changes"
+	"odp-bench: a short run writes its table and CSV|odp-bench --dev $RDMA_DEV --max-size 1M --touch-size 1M --seconds 0.2 --csv /tmp/odp-bench.csv|0|invalidate \\+ refault of 1 MiB costs"
+	"odp-bench --help|odp-bench --help|0|^usage: odp-bench"
+	"odp-stress rejects a bad option value|odp-stress --seconds -1|2|--seconds wants seconds"
 )
 
 echo "1..${#tools[@]}" >"$tap"
 n=0
 for t in "${tools[@]}"; do
 	n=$((n + 1))
-	IFS='|' read -r name cmd want <<<"$t"
+	IFS='|' read -r name cmd want_rc want <<<"$t"
 	echo "== $name: $cmd" >>"$log"
 	# shellcheck disable=SC2086 # the command line is meant to split into words
 	timeout -k 5 120 "$bin/bin/"$cmd >/tmp/libibodp-tool.out 2>&1
 	rc=$?
 	cat /tmp/libibodp-tool.out >>"$log"
 	echo "exit $rc" >>"$log"
-	if grep -Eq -- "$want" /tmp/libibodp-tool.out; then
+	if [ "$rc" != "$want_rc" ]; then
+		echo "not ok $n - $name: exit status $rc, want $want_rc (see $log)" >>"$tap"
+	elif grep -Eq -- "$want" /tmp/libibodp-tool.out; then
 		echo "ok $n - $name" >>"$tap"
 	else
-		echo "not ok $n - $name: exit $rc, no line matching '$want' (see $log)" >>"$tap"
+		echo "not ok $n - $name: no line matching '$want' (see $log)" >>"$tap"
 	fi
 done
 exit 0

@@ -1,9 +1,11 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
+# vmtest-timeout: 300
 # The standard tools on ODP memory: ibv_rc_pingpong -o (with data validation) and
 # perftest's ib_write_bw, ib_read_bw, ib_send_bw with --odp, each as a server and a
 # client on this guest over loopback. Writes odp-tools.tap. Skipped, saying why, when
 # the device does not advertise ODP.
+. "$GUEST_ROOT/scripts/guest/lib.sh"
 tap=$OUT/odp-tools.tap
 log=$OUT/odp-tools.log
 : >"$log"
@@ -30,7 +32,7 @@ run_pair() {
 	# shellcheck disable=SC2086 # the command line is meant to split into words
 	timeout 60 $cmd >"$out.server" 2>&1 &
 	server=$!
-	sleep 1
+	wait_listening 18515 $server
 	# shellcheck disable=SC2086
 	timeout 60 $cmd 127.0.0.1 >"$out.client" 2>&1
 	client=$?

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
+# vmtest-timeout: 600
 # rdma-core's own pyverbs suite, as Debian ships it (unpacked on the host into
 # $BUILD/rdma-core-tests by scripts/rdma-core-tests.sh), turned into TAP with the
 # expected failures of tests/rdma-core/expected-failures applied.

@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
+# vmtest-timeout: 600
 # The kernel's hmm-tests selftest (built on the host from our source into
 # $BUILD/tests/hmm), with the DMA-mode cases of the series: QEMU's edu device is bound
 # to test_hmm's "test_hmm_dma" driver so that a real device moves the data through the
@@ -31,9 +32,11 @@ thp_was=$(sed -n 's/.*\[\(.*\)\].*/\1/p' "$thp" 2>/dev/null)
 [ -w "$thp" ] && echo madvise >"$thp"
 
 # The selftest creates files in /tmp (a tmpfs in the guest).
+# hmm.anon_write_hugetlbfs needs a free hugetlb page.
+reserve_hugepages 16
 cd /tmp || exit 1
-timeout -k 10 600 "$bin" >"$tap" 2>"$OUT/hmm.err"
-[ $? -eq 124 ] && echo "not ok - hmm-tests timed out after 600 s" >>"$tap"
+run_tap hmm 540 "$bin"
 [ -n "$thp_was" ] && echo "$thp_was" >"$thp"
 release_edu
+release_hugepages
 exit 0
