@@ -8,6 +8,35 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The IB MTU (enum ibv_mtu) rxe derives from its network device's MTU, 0 if unknown. */
+static int expected_mtu(struct ibv_context *ctx, const struct vt_options *opt)
+{
+	char path[256], ndev[64] = "";
+	int ndev_mtu = 0, mtu;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%u/gid_attrs/ndevs/%d",
+		 ibv_get_device_name(ctx->device), opt->port, opt->gid_index);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	if (!fgets(ndev, sizeof(ndev), f))
+		ndev[0] = 0;
+	fclose(f);
+	ndev[strcspn(ndev, "\n")] = 0;
+	snprintf(path, sizeof(path), "/sys/class/net/%s/mtu", ndev);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	if (fscanf(f, "%d", &ndev_mtu) != 1)
+		ndev_mtu = 0;
+	fclose(f);
+	/* The largest IB MTU that fits with rxe's 80 bytes of RoCEv2 headers. */
+	for (mtu = IBV_MTU_4096; mtu > IBV_MTU_256 && (128 << mtu) > ndev_mtu - 80; mtu--)
+		;
+	return ndev_mtu > 0 ? mtu : 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct ibv_device_attr_ex dx = { 0 };
@@ -15,7 +44,7 @@ int main(int argc, char **argv)
 	struct vt_options opt;
 	struct ibv_context *ctx;
 	union ibv_gid gid;
-	int ret;
+	int ret, mtu;
 
 	vt_parse_options(argc, argv, &opt);
 	tap_plan(10);
@@ -43,9 +72,10 @@ int main(int argc, char **argv)
 	tap_ok(port.state == IBV_PORT_ACTIVE, "port is ACTIVE (%s)",
 	       ibv_port_state_str(port.state));
 	tap_ok(port.link_layer == IBV_LINK_LAYER_ETHERNET, "link layer is Ethernet (RoCE)");
-	tap_ok(port.gid_tbl_len > opt.gid_index && port.active_mtu >= IBV_MTU_256,
-	       "GID table holds index %d (%d entries), active MTU %d", opt.gid_index,
-	       port.gid_tbl_len, 128 << port.active_mtu);
+	mtu = expected_mtu(ctx, &opt);
+	tap_ok(port.gid_tbl_len > opt.gid_index && (int)port.active_mtu == mtu,
+	       "GID table holds index %d (%d entries), active MTU %d (want %d for the network device's MTU)",
+	       opt.gid_index, port.gid_tbl_len, 128 << port.active_mtu, mtu ? 128 << mtu : 0);
 
 	ret = ibv_query_gid(ctx, opt.port, opt.gid_index, &gid);
 	tap_ok(ret == 0 && gid.global.subnet_prefix == 0 &&

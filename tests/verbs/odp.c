@@ -134,6 +134,101 @@ static bool round_trip(struct vt_loopback *lb, struct vt_odp_buf *src, struct vt
 	return rdma_ok(lb, src, 0, dst, 0, src->size, op) && same(src, 0, dst, 0, src->size);
 }
 
+/*
+ * A child that shares a's and b's pages copy-on-write and lives on while the parent's
+ * device writes: it waits for a byte on a pipe (the write end in *go), then exits 0
+ * when its copies still hold patterns seed_a and seed_b.
+ */
+static pid_t cow_child(const struct vt_odp_buf *a, unsigned int seed_a,
+		       const struct vt_odp_buf *b, unsigned int seed_b, int *go)
+{
+	int fds[2];
+	pid_t pid;
+	char c;
+
+	if (pipe(fds)) {
+		tap_diag("pipe: %s", strerror(errno));
+		return -1;
+	}
+	pid = fork();
+	if (pid == 0) {
+		close(fds[1]);
+		if (read(fds[0], &c, 1) != 1)
+			_exit(2);
+		_exit(vt_check(a->p, a->size, seed_a) == -1 && vt_check(b->p, b->size, seed_b) == -1 ?
+		      0 : 1);
+	}
+	close(fds[0]);
+	if (pid < 0) {
+		tap_diag("fork: %s", strerror(errno));
+		close(fds[1]);
+		return -1;
+	}
+	*go = fds[1];
+	return pid;
+}
+
+/* Let the child of cow_child() look at its copies: true when they were intact. */
+static bool cow_child_ok(pid_t pid, int go)
+{
+	bool sent;
+	int status;
+
+	if (pid <= 0)
+		return false;
+	sent = write(go, "g", 1) == 1;
+	close(go);
+	if (waitpid(pid, &status, 0) != pid)
+		return false;
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		tap_diag("the forked child %s %d: its copy of the pages %s", WIFEXITED(status) ?
+			 "exited" : "died of signal", WIFEXITED(status) ? WEXITSTATUS(status) :
+			 WTERMSIG(status), WIFEXITED(status) && WEXITSTATUS(status) == 1 ?
+			 "changed" : "was not checked");
+	return sent && WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+/*
+ * Fork a child that registers its copy of @shared (copy-on-write with ours) as an ODP
+ * MR on a device context of its own and RDMA WRITEs pattern @seed into it: true when
+ * the child saw every byte arrive.
+ */
+static bool child_writes(const struct vt_odp_buf *shared, unsigned int seed)
+{
+	struct vt_loopback clb;
+	struct vt_odp_buf src;
+	struct ibv_context *cctx;
+	struct ibv_mr *mr;
+	int status, rc = 1;
+	pid_t pid;
+
+	pid = fork();
+	if (pid < 0) {
+		tap_diag("fork: %s", strerror(errno));
+		return false;
+	}
+	if (pid == 0) {
+		cctx = vt_open_device(opt.dev);
+		if (!cctx || vt_loopback_create(&clb, cctx, &opt))
+			_exit(3);
+		mr = ibv_reg_mr(clb.pd, shared->p, shared->size, VT_ODP_ACCESS);
+		if (mr && vt_odp_buf_init(&src, clb.pd, shared->size, 0, VT_ODP_ACCESS)) {
+			vt_fill(src.p, src.size, seed);
+			if (vt_move(&clb, IBV_WR_RDMA_WRITE, src.p, src.mr, shared->p, mr,
+				    shared->size))
+				rc = vt_check(shared->p, shared->size, seed) == -1 ? 0 : 1;
+		}
+		_exit(rc);
+	}
+	if (waitpid(pid, &status, 0) != pid)
+		return false;
+	if (!WIFEXITED(status) || WEXITSTATUS(status))
+		tap_diag("the writing child %s %d (1: wrong bytes, 3: no device or QPs)",
+			 WIFEXITED(status) ? "exited" : "died of signal",
+			 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
 /* What happens to the buffers between operations must be seen by the next one. */
 static void test_invalidations(struct vt_loopback *lb)
 {
@@ -141,7 +236,7 @@ static void test_invalidations(struct vt_loopback *lb)
 	unsigned char *p;
 	bool ok;
 	pid_t pid;
-	int status;
+	int go;
 
 	if (!vt_odp_buf_init(&src, lb->pd, buf_size, 0, VT_ODP_ACCESS) ||
 	    !vt_odp_buf_init(&dst, lb->pd, buf_size, 0, VT_ODP_ACCESS)) {
@@ -188,18 +283,61 @@ static void test_invalidations(struct vt_loopback *lb)
 	ok = ok && dst.p[0] == 0x5a && round_trip(lb, &src, &dst, IBV_WR_RDMA_WRITE);
 	tap_ok(ok, "mremap over the destination: the device writes the moved-in pages");
 
-	/* fork: COW-protected pages; a device write lands in the parent only. */
-	vt_fill(dst.p, buf_size, 44);
-	pid = fork();
-	if (pid == 0)
-		_exit(vt_check(dst.p, buf_size, 44) == -1 ? 0 : 1);
-	ok = pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status) &&
-	     WEXITSTATUS(status) == 0;
+	/*
+	 * fork: the pages become copy-on-write, shared with a child that lives on across
+	 * the device's writes. A device write into a shared page must break the sharing
+	 * (and land in the parent's new page), never reach the child's copy.
+	 */
 	vt_fill(src.p, buf_size, 45);
-	ok = ok && round_trip(lb, &src, &dst, IBV_WR_RDMA_WRITE);
+	vt_fill(dst.p, buf_size, 44);
+	pid = cow_child(&src, 45, &dst, 44, &go);
+	ok = pid > 0 && round_trip(lb, &src, &dst, IBV_WR_RDMA_WRITE);
+	/* The READ's target, src, is still shared: only the device writes it. */
+	vt_fill(dst.p, buf_size, 47);
 	ok = ok && round_trip(lb, &dst, &src, IBV_WR_RDMA_READ);
-	tap_ok(ok, "fork (copy-on-write): the parent's WRITE and READ see its own pages");
+	ok = cow_child_ok(pid, go) && ok;
+	tap_ok(ok, "fork: the device's WRITE and READ land in the parent's pages, the child's copy keeps its bytes");
 
+	/* The other way round: the child's device writes into pages it shares with us. */
+	ok = child_writes(&dst, 48) && vt_check(dst.p, buf_size, 47) == -1;
+	tap_ok(ok, "fork: a child's RDMA WRITE into memory shared with the parent leaves the parent's copy as it was");
+
+	vt_odp_buf_fini(&src);
+	vt_odp_buf_fini(&dst);
+}
+
+/*
+ * A page the device wrote is dirty when the device lets go of it. After MADV_FREE the
+ * CPU's copy is clean and reclaim may drop it instead of keeping it; a device write that
+ * is not dirtied at invalidation would then be lost to MADV_PAGEOUT, and the CPU would
+ * read zeros. A control buffer without the device write shows that reclaim did drop.
+ */
+static void test_dirty(struct vt_loopback *lb)
+{
+	struct vt_odp_buf src, dst, ctl = { .size = buf_size };
+	bool ok;
+
+	if (!vt_odp_buf_init(&src, lb->pd, buf_size, 0, VT_ODP_ACCESS) ||
+	    !vt_odp_buf_init(&dst, lb->pd, buf_size, 0, VT_ODP_ACCESS))
+		tap_bail("cannot register ODP MRs");
+	ctl.p = vt_map_anon(buf_size, PROT_READ | PROT_WRITE, 0);
+	if (!ctl.p)
+		tap_bail("no memory for a control buffer");
+
+	vt_fill(ctl.p, buf_size, 90);
+	ok = madvise(ctl.p, buf_size, MADV_FREE) == 0 &&
+	     madvise(ctl.p, buf_size, MADV_PAGEOUT) == 0;
+	tap_ok(ok && zero_outside(&ctl, 0, 0),
+	       "MADV_FREE + MADV_PAGEOUT drops a page nothing wrote since (the control)");
+
+	vt_fill(dst.p, buf_size, 91);
+	vt_fill(src.p, buf_size, 92);
+	ok = madvise(dst.p, buf_size, MADV_FREE) == 0 &&
+	     round_trip(lb, &src, &dst, IBV_WR_RDMA_WRITE) &&
+	     madvise(dst.p, buf_size, MADV_PAGEOUT) == 0;
+	tap_ok(ok && vt_check(dst.p, buf_size, 92) == -1,
+	       "RDMA WRITE after MADV_FREE: the device's bytes survive MADV_PAGEOUT (dirtied when unlinked)");
+	munmap(ctl.p, buf_size);
 	vt_odp_buf_fini(&src);
 	vt_odp_buf_fini(&dst);
 }
@@ -280,7 +418,7 @@ static void test_atomics(struct vt_loopback *lb)
 			tap_ok(ret == EINVAL, "misaligned atomic refused when posted: %s",
 			       strerror(ret));
 		else
-			tap_ok(!vt_poll_one(lb->send_cq, &wc, 5000) &&
+			tap_ok(!vt_poll_one(lb->send_cq, &wc, VT_WAIT_MS) &&
 			       wc.status != IBV_WC_SUCCESS, "misaligned atomic fails: %s",
 			       ibv_wc_status_str(wc.status));
 	}
@@ -585,8 +723,7 @@ static void test_counters(struct vt_loopback *lb)
 	vt_fill(src.p, page_size, 70);
 	ok = vt_odp_counters(ctx, opt.port, before) && round_trip(lb, &src, &dst, IBV_WR_RDMA_WRITE) &&
 	     vt_odp_counters(ctx, opt.port, after);
-	/* Pages are linked for a DMA device unless the device uses them directly. */
-	linked = vt_behind_iommu(ctx, &opt) ? 2 : after[2] - before[2];
+	linked = vt_odp_linked(ctx, &opt, 2);
 	tap_ok(ok && after[0] - before[0] == 2 && after[1] - before[1] == 2 &&
 	       after[2] - before[2] == linked && after[3] == before[3],
 	       "ODP counters after a first touch: %ld faults, %ld pages faulted, %ld linked, %ld unlinked",
@@ -611,7 +748,7 @@ int main(int argc, char **argv)
 
 	page_size = sysconf(_SC_PAGESIZE);
 	buf_size = NPAGES * page_size;
-	ctx = vt_odp_start(argc, argv, &opt, 1 + 3 * NSHAPES + 7 + 4 + 4 + 1 + 6 + 1 + 2 + 1,
+	ctx = vt_odp_start(argc, argv, &opt, 1 + 3 * NSHAPES + 8 + 2 + 4 + 4 + 1 + 6 + 1 + 2 + 1,
 			   VT_NEED_ODP, "ODP", &attr);
 	tap_ok((attr.odp_caps.per_transport_caps.rc_odp_caps &
 		(IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE |
@@ -631,6 +768,7 @@ int main(int argc, char **argv)
 	test_counters(&lb);
 	test_first_touch(&lb);
 	test_invalidations(&lb);
+	test_dirty(&lb);
 	test_atomics(&lb);
 	test_sparse(&lb);
 	test_stress(lb.pd);
@@ -641,7 +779,7 @@ int main(int argc, char **argv)
 	if (checked_before < 0) {
 		tap_skip("the driver has no odp_links_checked parameter (not our rxe)",
 			 "no stale IOVA link after any invalidation");
-	} else if (!vt_behind_iommu(ctx, &opt)) {
+	} else if (vt_odp_dma(ctx, &opt) != VT_DMA_IOVA) {
 		tap_skip("the network device has no IOMMU DMA domain: nothing to read back",
 			 "no stale IOVA link after any invalidation");
 	} else {

@@ -146,6 +146,9 @@ static void test_unmapped(struct vt_loopback *lb, unsigned char *near, uintptr_t
 	       ret ? "no completion" : ibv_wc_status_str(status));
 }
 
+#define RC_CAPS (IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE | \
+		 IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC)
+
 int main(int argc, char **argv)
 {
 	struct ibv_device_attr_ex attr;
@@ -156,7 +159,10 @@ int main(int argc, char **argv)
 	buf_size = NPAGES * page_size;
 	ctx = vt_odp_start(argc, argv, &opt, 2 + VT_NTRANSFERS + 1 + 2 + 1 + 1 + 1,
 			   VT_NEED_IMPLICIT, "implicit ODP", &attr);
-	tap_ok(true, "the device reports IBV_ODP_SUPPORT_IMPLICIT");
+	/* Implicit ODP is only of use with the RC operations the checks below make. */
+	tap_ok((attr.odp_caps.per_transport_caps.rc_odp_caps & RC_CAPS) == RC_CAPS,
+	       "implicit ODP comes with RC ODP SEND, RECV, WRITE, READ and ATOMIC (rc caps 0x%x)",
+	       attr.odp_caps.per_transport_caps.rc_odp_caps);
 	if (vt_loopback_create(&lb, ctx, &opt))
 		tap_bail("no connected QP pair");
 

@@ -46,38 +46,19 @@ static uint64_t word(unsigned int seed)
 	return x * 0xbf58476d1ce4e5b9ULL | 1;
 }
 
-/* A 2 MiB aligned range inside a 4 MiB anonymous mapping, made to be a THP. */
-struct thp_range {
-	unsigned char *raw, *p;
-};
-
-static bool thp_map(struct thp_range *r)
-{
-	r->raw = vt_map_anon(2 * HUGE_SIZE, PROT_READ | PROT_WRITE, 0);
-	if (!r->raw)
-		return false;
-	r->p = (unsigned char *)(((uintptr_t)r->raw + HUGE_SIZE - 1) & ~(HUGE_SIZE - 1));
-	if (madvise(r->p, HUGE_SIZE, MADV_HUGEPAGE)) {
-		tap_diag("madvise(MADV_HUGEPAGE): %s", strerror(errno));
-		munmap(r->raw, 2 * HUGE_SIZE);
-		return false;
-	}
-	return true;
-}
-
 /*
  * A THP range written (zeros) by the CPU under an ODP MR on pd, its first check (that
  * a THP backs it) reported. NULL when it is not a THP: the other checks - 1 of the
  * case are then reported failed.
  */
-static struct ibv_mr *thp_setup(struct thp_range *r, struct ibv_pd *pd, const char *what,
+static struct ibv_mr *thp_setup(struct vt_thp_range *r, struct ibv_pd *pd, const char *what,
 				int checks)
 {
 	struct ibv_mr *mr;
 	long kb;
 	int k;
 
-	if (!thp_map(r))
+	if (!vt_thp_map(r))
 		tap_bail("no memory for a huge page range");
 	memset(r->p, 0, HUGE_SIZE);
 	kb = vt_anon_huge_kb(r->p);
@@ -86,7 +67,7 @@ static struct ibv_mr *thp_setup(struct thp_range *r, struct ibv_pd *pd, const ch
 		    what, kb)) {
 		for (k = 1; k < checks; k++)
 			tap_ok(false, "%s, check %d: no THP to take whole", what, k + 1);
-		munmap(r->raw, 2 * HUGE_SIZE);
+		vt_thp_unmap(r);
 		return NULL;
 	}
 	mr = ibv_reg_mr(pd, r->p, HUGE_SIZE, VT_ODP_ACCESS);
@@ -101,18 +82,18 @@ static struct ibv_mr *thp_setup(struct thp_range *r, struct ibv_pd *pd, const ch
  */
 static long huge_zero_page_dirty(void)
 {
-	struct thp_range r;
+	struct vt_thp_range r;
 	volatile unsigned char *q;
 	size_t i;
 	long at = -1;
 
-	if (!thp_map(&r))
+	if (!vt_thp_map(&r))
 		return 0;
 	q = r.p;
 	for (i = 0; i < HUGE_SIZE && at < 0; i++)
 		if (q[i])
 			at = (long)i;
-	munmap(r.raw, 2 * HUGE_SIZE);
+	vt_thp_unmap(&r);
 	return at;
 }
 
@@ -158,7 +139,7 @@ static void test_held(struct vt_loopback *lb, uint64_t *src, struct ibv_mr *src_
 	struct ibv_mr *mr = NULL;
 	struct ibv_wc wc = { .status = IBV_WC_GENERAL_ERR };
 	volatile unsigned char *v;
-	struct thp_range r;
+	struct vt_thp_range r;
 	bool held = false, done = false, data_ok = true;
 	long long start;
 	long dirty;
@@ -211,7 +192,7 @@ static void test_held(struct vt_loopback *lb, uint64_t *src, struct ibv_mr *src_
 	if (dirty >= 0)
 		tap_diag("first non-zero byte of a fresh mapping at offset %ld", dirty);
 	ibv_dereg_mr(mr);
-	munmap(r.raw, 2 * HUGE_SIZE);
+	vt_thp_unmap(&r);
 }
 
 struct churn {
@@ -256,7 +237,7 @@ static void test_stress(struct ibv_pd *pd, uint64_t *src, struct ibv_mr *src_mr)
 	long writes = 0, failed = 0, dirty;
 	struct churn c = { 0 };
 	struct vt_loopback qps, *lb = &qps;
-	struct thp_range r;
+	struct vt_thp_range r;
 	struct ibv_mr *mr;
 	struct ibv_wc wc;
 	long long end;
@@ -307,7 +288,7 @@ static void test_stress(struct ibv_pd *pd, uint64_t *src, struct ibv_mr *src_mr)
 	tap_ok(dirty < 0, "after the stress, the huge zero page is still zero%s",
 	       dirty < 0 ? "" : " (the device wrote into it)");
 	ibv_dereg_mr(mr);
-	munmap(r.raw, 2 * HUGE_SIZE);
+	vt_thp_unmap(&r);
 	vt_loopback_destroy(lb);
 }
 

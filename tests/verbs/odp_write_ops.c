@@ -45,7 +45,7 @@ static bool atomic_write(struct vt_loopback *lb, void *addr, uint32_t rkey, uint
 		tap_diag("ibv_wr_complete(ATOMIC WRITE): %s", strerror(ret));
 		return false;
 	}
-	if (vt_poll_one(lb->send_cq, &wc, 5000))
+	if (vt_poll_one(lb->send_cq, &wc, VT_WAIT_MS))
 		return false;
 	if (wc.status != IBV_WC_SUCCESS) {
 		tap_diag("ATOMIC WRITE: %s", ibv_wc_status_str(wc.status));
@@ -54,7 +54,7 @@ static bool atomic_write(struct vt_loopback *lb, void *addr, uint32_t rkey, uint
 	return true;
 }
 
-static void test_atomic_write(void)
+static void test_atomic_write(uint32_t caps)
 {
 	long b[VT_ODP_NCOUNTERS], a[VT_ODP_NCOUNTERS], d[VT_ODP_NCOUNTERS];
 	struct vt_loopback lb;
@@ -63,10 +63,17 @@ static void test_atomic_write(void)
 	bool ok;
 	int i;
 
+	/* The one reason to skip: the device does not offer it. Anything else fails. */
+	if (!(caps & ODP_SUPPORT_ATOMIC_WRITE)) {
+		for (i = 0; i < ATOMIC_WRITE_CHECKS; i++)
+			tap_skip("the device has no ODP ATOMIC WRITE",
+				 "ATOMIC WRITE on ODP, check %d", i + 1);
+		return;
+	}
 	if (vt_loopback_create_ex(&lb, ctx, &opt, NULL, IBV_QP_EX_WITH_ATOMIC_WRITE, 0)) {
 		for (i = 0; i < ATOMIC_WRITE_CHECKS; i++)
-			tap_skip("the provider cannot make QPs with ATOMIC WRITE",
-				 "ATOMIC WRITE on ODP, check %d", i + 1);
+			tap_ok(false, "ATOMIC WRITE on ODP, check %d: no QP pair with ATOMIC WRITE",
+			       i + 1);
 		return;
 	}
 	if (!vt_odp_buf_init(&t, lb.pd, buf_size, 0, VT_ODP_ACCESS))
@@ -135,7 +142,7 @@ static bool flush_counted(struct vt_loopback *lb, void *sq, void *addr, uint32_t
  * takes into the MR the pages the CPU has (pages faulted, no page faults) and leaves
  * the rest alone, whatever the size of the MR.
  */
-static void test_flush(void)
+static void test_flush(uint32_t caps)
 {
 	const int access = VT_ODP_ACCESS | VT_ACCESS_FLUSH_GLOBAL | VT_ACCESS_FLUSH_PERSISTENT;
 	enum ibv_wc_status st = IBV_WC_GENERAL_ERR;
@@ -149,15 +156,21 @@ static void test_flush(void)
 	bool ok;
 	int i;
 
+	if (!(caps & ODP_SUPPORT_FLUSH)) {
+		for (i = 0; i < FLUSH_CHECKS; i++)
+			tap_skip("the device has no ODP FLUSH", "FLUSH on ODP, check %d", i + 1);
+		return;
+	}
 	if (vt_rxe_maps_read(ctx, &before) ||
 	    vt_loopback_create_ex(&lb, ctx, &opt, NULL, 0,
 				  VT_ACCESS_FLUSH_GLOBAL | VT_ACCESS_FLUSH_PERSISTENT))
 		tap_bail("no connected QP pair for FLUSH");
 	sq = vt_rxe_sq_of_loopback(ctx, &before);
 	if (!sq) {
+		/* Our own helper failing is not a missing feature. */
 		for (i = 0; i < FLUSH_CHECKS; i++)
-			tap_skip("cannot find rxe's send queue to post a FLUSH on",
-				 "FLUSH on ODP, check %d", i + 1);
+			tap_ok(false, "FLUSH on ODP, check %d: rxe's send queue not found to post it on",
+			       i + 1);
 		vt_loopback_destroy(&lb);
 		return;
 	}
@@ -200,7 +213,7 @@ static void test_flush(void)
 		ok = vt_move(&lb, IBV_WR_RDMA_WRITE, noflush.p, noflush.mr, t.p, imr, page_size);
 		vt_fill(t.p + page_size, 3 * page_size, 93);
 		ok = ok && flush_counted(&lb, sq, NULL, 0, imr->rkey, VT_FLUSH_MR, d, &ms);
-		tap_ok(ok && d[VT_ODP_PAGE_FAULTS] == 0 && d[VT_ODP_PAGES_FAULTED] >= 3 && ms < 10000,
+		tap_ok(ok && d[VT_ODP_PAGE_FAULTS] == 0 && d[VT_ODP_PAGES_FAULTED] >= 3,
 		       "persistent FLUSH of a whole implicit MR (all the address space): %ld pages taken, %ld faults, %lld ms",
 		       d[VT_ODP_PAGES_FAULTED], d[VT_ODP_PAGE_FAULTS], ms);
 		ibv_dereg_mr(imr);
@@ -236,8 +249,8 @@ int main(int argc, char **argv)
 	tap_ok(caps & ODP_SUPPORT_FLUSH, "RC ODP caps include FLUSH (0x%x)", caps);
 	tap_ok(caps & ODP_SUPPORT_ATOMIC_WRITE, "RC ODP caps include ATOMIC WRITE (0x%x)", caps);
 
-	test_atomic_write();
-	test_flush();
+	test_atomic_write(caps);
+	test_flush(caps);
 	ibv_close_device(ctx);
 	return tap_done();
 }

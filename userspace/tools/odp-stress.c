@@ -5,7 +5,8 @@
  * RDMA READ and SEND/RECV in turn, checking every byte. The disrupting threads, in
  * turn: munmap + mmap of a buffer at the same address (in one mmap(MAP_FIXED)),
  * MADV_DONTNEED, mprotect to read-only and back (each while that buffer's traffic
- * waits), and fork (while the traffic runs: copy-on-write under the device). Bounded
+ * waits), and fork (while the traffic runs: copy-on-write under the device; the child
+ * holds its copy across the parent's next transfers and checks it never changed). Bounded
  * by --seconds; reports the operations done and every byte that differed (there must
  * be none).
  */
@@ -13,6 +14,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -132,24 +134,86 @@ static int disrupt(struct tool_buf *b, int what)
 	return -1;
 }
 
+static unsigned long long lane_ops(struct lane *l)
+{
+	unsigned long long n = 0;
+	unsigned int i;
+
+	for (i = 0; i < VT_NTRANSFERS; i++)
+		n += atomic_load(&l->ops[i]);
+	return n;
+}
+
+/* FNV-1a over a buffer: the child's fingerprint of its copy. */
+static uint64_t fingerprint(const unsigned char *p, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		h = (h ^ p[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+/*
+ * Fork while the lane's traffic runs (unlocked: its pages become copy-on-write under
+ * the device). The child takes a fingerprint of its copy of the lane's destination,
+ * then waits on a pipe while the parent's device writes at least two more transfers;
+ * its copy must not have changed. 0 when it had not, -1 otherwise (said).
+ */
+static int fork_and_hold(struct lane *l)
+{
+	unsigned long long start;
+	int fds[2], status;
+	uint64_t h;
+	pid_t pid;
+	char c;
+
+	if (pipe(fds))
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		close(fds[1]);
+		h = fingerprint(l->dst.p, l->dst.size);
+		if (read(fds[0], &c, 1) != 1)
+			_exit(2);
+		_exit(fingerprint(l->dst.p, l->dst.size) == h ? 0 : 1);
+	}
+	close(fds[0]);
+	if (pid < 0) {
+		close(fds[1]);
+		return -1;
+	}
+	/* The lane's next transfers, while the child holds its copy: a real condition. */
+	start = lane_ops(l);
+	while (lane_ops(l) < start + 2 && !atomic_load(&stop) && !l->failed)
+		sched_yield();
+	if (write(fds[1], "g", 1) != 1)
+		fprintf(stderr, "\n%s: cannot wake the forked child: %s\n", tool.name,
+			strerror(errno));
+	close(fds[1]);
+	if (waitpid(pid, &status, 0) != pid)
+		return -1;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return 0;
+	fprintf(stderr, "\n%s: lane %u: %s\n", tool.name, l->id,
+		WIFEXITED(status) && WEXITSTATUS(status) == 1 ?
+		"the forked child's copy of the destination changed under the parent's device" :
+		"the forked child did not check its copy");
+	return -1;
+}
+
 static void *disrupter(void *arg)
 {
 	unsigned int seed = (unsigned int)(uintptr_t)arg, what, n = 0;
 	struct lane *l;
-	pid_t pid;
 
 	while (!atomic_load(&stop)) {
 		what = n++ % NDIS;
 		l = &lanes[rand_r(&seed) % traffic_threads];
 		if (what == DIS_FORK) {
-			/* Unlocked: the parent's pages become copy-on-write under the traffic. */
-			pid = fork();
-			if (pid == 0)
-				_exit(0);
-			if (pid < 0 || waitpid(pid, NULL, 0) != pid) {
+			if (fork_and_hold(l))
 				atomic_fetch_add(&dis_failed, 1);
-				continue;
-			}
 		} else {
 			pthread_rwlock_wrlock(&l->lock);
 			if (disrupt(rand_r(&seed) & 1 ? &l->src : &l->dst, what))

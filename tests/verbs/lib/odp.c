@@ -98,6 +98,25 @@ bool vt_write_str(const char *path, const char *s)
 	return fclose(f) == 0 && ok;
 }
 
+bool vt_thp_map(struct vt_thp_range *r)
+{
+	r->raw = vt_map_anon(2 * VT_THP_SIZE, PROT_READ | PROT_WRITE, 0);
+	if (!r->raw)
+		return false;
+	r->p = (unsigned char *)(((uintptr_t)r->raw + VT_THP_SIZE - 1) & ~(VT_THP_SIZE - 1));
+	if (madvise(r->p, VT_THP_SIZE, MADV_HUGEPAGE)) {
+		tap_diag("madvise(MADV_HUGEPAGE): %s", strerror(errno));
+		munmap(r->raw, 2 * VT_THP_SIZE);
+		return false;
+	}
+	return true;
+}
+
+void vt_thp_unmap(struct vt_thp_range *r)
+{
+	munmap(r->raw, 2 * VT_THP_SIZE);
+}
+
 long vt_anon_huge_kb(const void *p)
 {
 	unsigned long start, end, addr = (uintptr_t)p;
@@ -183,7 +202,7 @@ struct ibv_context *vt_odp_start(int argc, char **argv, struct vt_options *opt, 
 	exit(tap_done());
 }
 
-bool vt_behind_iommu(struct ibv_context *ctx, const struct vt_options *opt)
+static bool vt_behind_iommu(struct ibv_context *ctx, const struct vt_options *opt)
 {
 	char path[256], ndev[64] = "", type[32] = "";
 	FILE *f;
@@ -206,6 +225,61 @@ bool vt_behind_iommu(struct ibv_context *ctx, const struct vt_options *opt)
 		type[0] = 0;
 	fclose(f);
 	return !strncmp(type, "DMA", 3);
+}
+
+static const char *const vt_odp_dma_names[] = {
+	[VT_DMA_IOVA] = "iova", [VT_DMA_DIRECT] = "direct", [VT_DMA_VIRTUAL] = "virtual",
+};
+
+static enum vt_odp_dma vt_odp_dma_guess(struct ibv_context *ctx, const struct vt_options *opt)
+{
+	char cmdline[4096] = "", virt = 0;
+	FILE *f;
+
+	f = fopen(VT_RXE_PARAMS "odp_virt_dma", "r");	/* a bool parameter: Y or N */
+	if (f) {
+		virt = (char)fgetc(f);
+		fclose(f);
+	}
+	if (virt == 'Y')
+		return VT_DMA_VIRTUAL;
+	if (vt_behind_iommu(ctx, opt))
+		return VT_DMA_IOVA;
+	f = fopen("/proc/cmdline", "r");
+	if (f) {
+		if (!fgets(cmdline, sizeof(cmdline), f))
+			cmdline[0] = 0;
+		fclose(f);
+	}
+	/* rxe refuses to mirror pages for a device that would bounce them. */
+	return strstr(cmdline, "swiotlb=force") ? VT_DMA_VIRTUAL : VT_DMA_DIRECT;
+}
+
+enum vt_odp_dma vt_odp_dma(struct ibv_context *ctx, const struct vt_options *opt)
+{
+	static int mode = -1;
+	const char *want = getenv("VT_ODP_DMA");
+	size_t i;
+
+	if (mode >= 0)
+		return mode;
+	if (want && *want) {
+		for (i = 0; i < sizeof(vt_odp_dma_names) / sizeof(vt_odp_dma_names[0]); i++)
+			if (!strcmp(want, vt_odp_dma_names[i]))
+				mode = (int)i;
+		if (mode < 0)
+			tap_bail("VT_ODP_DMA=%s: want iova, direct or virtual", want);
+		return mode;
+	}
+	mode = vt_odp_dma_guess(ctx, opt);
+	tap_diag("ODP DMA path %s (worked out here; the harness sets VT_ODP_DMA from the profile)",
+		 vt_odp_dma_names[mode]);
+	return mode;
+}
+
+long vt_odp_linked(struct ibv_context *ctx, const struct vt_options *opt, long pages)
+{
+	return vt_odp_dma(ctx, opt) == VT_DMA_VIRTUAL ? 0 : pages;
 }
 
 /* The libibodp device that advises for this program, opened on first use. */

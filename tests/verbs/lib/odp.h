@@ -65,8 +65,22 @@ bool vt_odp_counters(struct ibv_context *ctx, uint8_t port, long *v);
 /* The same, saying so when they cannot be read: for a check that needs them. */
 bool vt_odp_snapshot(struct ibv_context *ctx, uint8_t port, long *v);
 
-/* Whether the device's network device (GID gid_index) sits in an IOMMU DMA domain. */
-bool vt_behind_iommu(struct ibv_context *ctx, const struct vt_options *opt);
+/* How rxe reaches the pages of an ODP MR: what its "pages linked" counter counts. */
+enum vt_odp_dma {
+	VT_DMA_IOVA,	/* an IOMMU DMA domain: each page linked into the MR's IOVA */
+	VT_DMA_DIRECT,	/* no IOMMU: each page mapped by dma-direct, counted as linked */
+	VT_DMA_VIRTUAL,	/* the device would bounce, or rxe.odp_virt_dma=1: none linked */
+};
+
+/*
+ * The DMA path of the device's ODP MRs. Under the harness the VM profile says which
+ * one it must be (VT_ODP_DMA=iova|direct|virtual in the environment), so that a kernel
+ * taking another path fails the counter checks; run by hand, it is worked out from
+ * sysfs and the kernel command line (and said once as a diagnostic).
+ */
+enum vt_odp_dma vt_odp_dma(struct ibv_context *ctx, const struct vt_options *opt);
+/* The exact "pages linked" delta for @pages pages newly faulted on that path. */
+long vt_odp_linked(struct ibv_context *ctx, const struct vt_options *opt, long pages);
 
 /*
  * Move len bytes from src to dst with op (IBV_WR_SEND for SEND/RECV, RDMA WRITE or
@@ -80,6 +94,16 @@ void vt_odp_delta(const long *before, const long *after, long *delta);
 
 /* rxe's module parameters (built in or loaded). */
 #define VT_RXE_PARAMS "/sys/module/rdma_rxe/parameters/"
+
+/* A 2 MiB aligned range inside a 4 MiB anonymous mapping, advised to be a THP. */
+#define VT_THP_SIZE (2UL << 20)
+struct vt_thp_range {
+	unsigned char *raw, *p;
+};
+
+/* Map it (MADV_HUGEPAGE); false, said as a diagnostic, when that fails. */
+bool vt_thp_map(struct vt_thp_range *r);
+void vt_thp_unmap(struct vt_thp_range *r);
 
 /* AnonHugePages (kB) of this process's mapping that holds p, -1 when it cannot be read. */
 long vt_anon_huge_kb(const void *p);
