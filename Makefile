@@ -6,6 +6,8 @@
 #   make shell [PROFILE=name] [KERNEL=...]           the test guest with a shell
 #   make bench [PROFILE=a,b] [KERNEL=...]            benchmark tables (BENCH_SECONDS=n)
 #   make kernel                                      build our kernel only
+#   make peer                                        build Debian's newest upstream kernel
+#                                                    (no patches, our config) for KERNEL=
 #   make export-patches                              kernel commits -> kernel/patches/
 #   make check-series [FROM=N]                       checkpatch --strict, each patch builds, W=1
 #   make mutants [ONLY=name] [MUTANT_PROFILE=p]     known-bad kernels (tests/mutants/) must
@@ -41,6 +43,11 @@ kernel:
 	@bash scripts/kernel-source.sh
 	@bash scripts/kernel-build.sh normal
 
+peer:
+	@bash scripts/deps.sh
+	@bash scripts/peer.sh >/dev/null
+	@bash scripts/kernel-build.sh peer
+
 export-patches:
 	@bash scripts/kernel-export.sh
 
@@ -56,4 +63,4 @@ install:
 clean:
 	rm -rf build
 
-.PHONY: test bench run shell kernel export-patches check-series mutants install clean
+.PHONY: test bench run shell kernel peer export-patches check-series mutants install clean

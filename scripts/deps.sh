@@ -16,6 +16,8 @@ PACKAGES=(
 	perftest iproute2
 	# libibodp: host unit tests under valgrind, and the plots of `make bench`
 	valgrind pkg-config gnuplot-nox
+	# make peer: an upstream kernel source straight from the archive, signature checked
+	curl gpgv
 )
 KSRC_PKG=linux-source-6.12
 BASE=$(cat "$ROOT/kernel/BASE")

@@ -2,17 +2,25 @@
 # SPDX-License-Identifier: GPL-2.0
 # Build bzImage for one kernel variant: `normal` (tinyconfig + base.config) or `debug`
 # (+ debug.config), out of tree in $KOBJ/VARIANT, with ccache. Prints the image path.
+# `peer` builds the upstream source of scripts/peer.sh with base.config: options that
+# kernel does not have (our patches' own) are listed, not an error.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
 variant=${1:-normal}
+source_stamp=$SRC/.git/applied-series
 case "$variant" in
 normal) fragments=("$ROOT/kernel/config/base.config") ;;
 debug) fragments=("$ROOT/kernel/config/base.config" "$ROOT/kernel/config/debug.config") ;;
-*) die "unknown kernel variant '$variant' (expected normal or debug)" ;;
+peer)
+	fragments=("$ROOT/kernel/config/base.config")
+	SRC=$BUILD/peer/linux
+	source_stamp=$SRC/.peer-version
+	;;
+*) die "unknown kernel variant '$variant' (expected normal, debug or peer)" ;;
 esac
 
-[ -f "$SRC/Makefile" ] || die "no kernel source in $SRC: run scripts/kernel-source.sh first"
+[ -f "$SRC/Makefile" ] || die "no kernel source in $SRC: run scripts/kernel-source.sh (or scripts/peer.sh) first"
 obj=$KOBJ/$variant
 log=$BUILD/logs/kernel-$variant.log
 mkdir -p "$obj" "$BUILD/logs"
@@ -24,7 +32,7 @@ kmake() {
 # Regenerate .config only when a fragment or the source changed, so that an unchanged
 # tree rebuilds nothing.
 stamp=$obj/.config-inputs
-want=$(content_hash "${fragments[@]}" "$SRC/.git/applied-series")
+want=$(content_hash "${fragments[@]}" "$source_stamp")
 if [ ! -f "$obj/.config" ] || [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
 	info "configuring the $variant kernel: tinyconfig + ${fragments[*]##*/}"
 	{
@@ -47,7 +55,10 @@ if [ ! -f "$obj/.config" ] || [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want
 		[ -z "$got" ] && [ "$line" = "# $opt is not set" ] && continue
 		[ "$got" = "$line" ] || dropped+=("$line (got: ${got:-absent})")
 	done < <(cat "${fragments[@]}")
-	if [ ${#dropped[@]} -gt 0 ]; then
+	if [ ${#dropped[@]} -gt 0 ] && [ "$variant" = peer ]; then
+		echo "note: the peer kernel has no such options (ours, or renamed upstream):"
+		printf '  %s\n' "${dropped[@]}"
+	elif [ ${#dropped[@]} -gt 0 ]; then
 		printf '  %s\n' "${dropped[@]}" >&2
 		die "the $variant kernel config lost options the fragments ask for (see above)"
 	fi
