@@ -709,7 +709,7 @@ static void test_errors(void)
  */
 static void test_counters(struct vt_loopback *lb)
 {
-	long before[VT_ODP_NCOUNTERS], after[VT_ODP_NCOUNTERS], linked;
+	long before[VT_ODP_NCOUNTERS] = { 0 }, after[VT_ODP_NCOUNTERS] = { 0 }, linked;
 	struct vt_odp_buf src, dst;
 	bool ok;
 
@@ -724,6 +724,8 @@ static void test_counters(struct vt_loopback *lb)
 	vt_fill(src.p, page_size, 70);
 	ok = vt_odp_counters(ctx, opt.port, before) && round_trip(lb, &src, &dst, IBV_WR_RDMA_WRITE) &&
 	     vt_odp_counters(ctx, opt.port, after);
+	if (!ok)	/* deltas of 0, not of counters never read */
+		memcpy(after, before, sizeof(after));
 	linked = vt_odp_linked(ctx, &opt, 2);
 	tap_ok(ok && after[0] - before[0] == 2 && after[1] - before[1] == 2 &&
 	       after[2] - before[2] == linked && after[3] == before[3],
@@ -733,6 +735,8 @@ static void test_counters(struct vt_loopback *lb)
 
 	ok = vt_odp_counters(ctx, opt.port, before) && madvise(src.p, page_size, MADV_DONTNEED) == 0 &&
 	     madvise(dst.p, page_size, MADV_DONTNEED) == 0 && vt_odp_counters(ctx, opt.port, after);
+	if (!ok)
+		memcpy(after, before, sizeof(after));
 	tap_ok(ok && after[3] - before[3] == 2 && after[4] - before[4] == 2 &&
 	       after[0] == before[0],
 	       "ODP counters after MADV_DONTNEED: %ld invalidations, %ld pages unlinked",

@@ -25,7 +25,7 @@ static struct ibv_context *ctx;
 
 static void test_hugetlb(struct vt_loopback *lb, struct ibv_mr *pinned_mr, unsigned char *pinned)
 {
-	long b[VT_ODP_NCOUNTERS], a[VT_ODP_NCOUNTERS], d[VT_ODP_NCOUNTERS];
+	long b[VT_ODP_NCOUNTERS] = { 0 }, a[VT_ODP_NCOUNTERS] = { 0 }, d[VT_ODP_NCOUNTERS] = { 0 };
 	size_t size = NHUGE * HUGE_SIZE;
 	struct ibv_mr *mr;
 	unsigned char *p;
@@ -121,7 +121,7 @@ static void test_hugetlb_refused(struct ibv_pd *pd)
  */
 static void test_thp(struct vt_loopback *lb, struct ibv_mr *pinned_mr, unsigned char *pinned)
 {
-	long b[VT_ODP_NCOUNTERS], a[VT_ODP_NCOUNTERS], d[VT_ODP_NCOUNTERS] = { 0 };
+	long b[VT_ODP_NCOUNTERS] = { 0 }, a[VT_ODP_NCOUNTERS] = { 0 }, d[VT_ODP_NCOUNTERS] = { 0 };
 	long page_size = sysconf(_SC_PAGESIZE), kb;
 	struct vt_thp_range r;
 	struct ibv_mr *mr;
@@ -167,7 +167,7 @@ static void test_thp(struct vt_loopback *lb, struct ibv_mr *pinned_mr, unsigned 
 static void test_small_pages(struct vt_loopback *lb, struct ibv_mr *pinned_mr,
 			     unsigned char *pinned)
 {
-	long b[VT_ODP_NCOUNTERS], a[VT_ODP_NCOUNTERS], d[VT_ODP_NCOUNTERS] = { 0 };
+	long b[VT_ODP_NCOUNTERS] = { 0 }, a[VT_ODP_NCOUNTERS] = { 0 }, d[VT_ODP_NCOUNTERS] = { 0 };
 	long page_size = sysconf(_SC_PAGESIZE);
 	unsigned char *raw, *p;
 	struct ibv_mr *mr = NULL;

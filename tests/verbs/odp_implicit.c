@@ -50,7 +50,7 @@ static bool move(struct vt_loopback *lb, enum ibv_wr_opcode op, void *src, void 
 
 static void test_far_apart(struct vt_loopback *lb, unsigned char *near, unsigned char *far)
 {
-	long b[VT_ODP_NCOUNTERS], a[VT_ODP_NCOUNTERS], d[VT_ODP_NCOUNTERS];
+	long b[VT_ODP_NCOUNTERS] = { 0 }, a[VT_ODP_NCOUNTERS] = { 0 }, d[VT_ODP_NCOUNTERS] = { 0 };
 	int i;
 
 	for (i = 0; i < VT_NTRANSFERS; i++) {
@@ -92,7 +92,7 @@ static void test_child_boundary(struct vt_loopback *lb, unsigned char *near, uin
 
 static void test_invalidations(struct vt_loopback *lb, unsigned char *near, unsigned char *far)
 {
-	long b[VT_ODP_NCOUNTERS], a[VT_ODP_NCOUNTERS], d[VT_ODP_NCOUNTERS];
+	long b[VT_ODP_NCOUNTERS] = { 0 }, a[VT_ODP_NCOUNTERS] = { 0 }, d[VT_ODP_NCOUNTERS] = { 0 };
 	bool ok;
 
 	/* The far buffer is faulted and linked from the previous checks. */

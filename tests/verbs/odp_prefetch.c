@@ -45,7 +45,7 @@ static bool linked_ok(const long *d, long pages)
 static void test_prefetch_write(struct vt_loopback *lb, struct ibv_mr *pinned_mr,
 				unsigned char *pinned)
 {
-	long b[VT_ODP_NCOUNTERS], a[VT_ODP_NCOUNTERS], d[VT_ODP_NCOUNTERS];
+	long b[VT_ODP_NCOUNTERS] = { 0 }, a[VT_ODP_NCOUNTERS] = { 0 }, d[VT_ODP_NCOUNTERS] = { 0 };
 	struct vt_odp_buf dst;
 	bool direct = false, ok;
 	struct ibv_sge sge;
@@ -80,7 +80,7 @@ static void test_prefetch_write(struct vt_loopback *lb, struct ibv_mr *pinned_mr
 static void test_prefetch_read(struct vt_loopback *lb, struct ibv_mr *pinned_mr,
 			       unsigned char *pinned)
 {
-	long b[VT_ODP_NCOUNTERS], a[VT_ODP_NCOUNTERS], d[VT_ODP_NCOUNTERS];
+	long b[VT_ODP_NCOUNTERS] = { 0 }, a[VT_ODP_NCOUNTERS] = { 0 }, d[VT_ODP_NCOUNTERS] = { 0 };
 	struct vt_odp_buf src;
 	bool ok;
 	int ret;
@@ -118,7 +118,7 @@ static void test_prefetch_read(struct vt_loopback *lb, struct ibv_mr *pinned_mr,
 static void test_prefetch_no_fault(struct vt_loopback *lb, struct ibv_mr *pinned_mr,
 				   unsigned char *pinned)
 {
-	long b[VT_ODP_NCOUNTERS], a[VT_ODP_NCOUNTERS], d[VT_ODP_NCOUNTERS];
+	long b[VT_ODP_NCOUNTERS] = { 0 }, a[VT_ODP_NCOUNTERS] = { 0 }, d[VT_ODP_NCOUNTERS] = { 0 };
 	size_t half = buf_size / 2;
 	struct vt_odp_buf src;
 	bool ok;
@@ -157,7 +157,7 @@ static void test_prefetch_no_fault(struct vt_loopback *lb, struct ibv_mr *pinned
 static void test_prefetch_async(struct vt_loopback *lb, struct ibv_mr *pinned_mr,
 				unsigned char *pinned)
 {
-	long b[VT_ODP_NCOUNTERS], a[VT_ODP_NCOUNTERS], d[VT_ODP_NCOUNTERS] = { 0 };
+	long b[VT_ODP_NCOUNTERS] = { 0 }, a[VT_ODP_NCOUNTERS] = { 0 }, d[VT_ODP_NCOUNTERS] = { 0 };
 	long long until = vt_now_ms() + VT_WAIT_MS;
 	struct vt_odp_buf dst;
 	bool ok;
@@ -194,7 +194,7 @@ static void test_prefetch_async(struct vt_loopback *lb, struct ibv_mr *pinned_mr
  */
 static void test_prefetch_vs_dereg(struct ibv_pd *pd)
 {
-	long b[VT_ODP_NCOUNTERS], a[VT_ODP_NCOUNTERS], d[VT_ODP_NCOUNTERS] = { 0 };
+	long b[VT_ODP_NCOUNTERS] = { 0 }, a[VT_ODP_NCOUNTERS] = { 0 }, d[VT_ODP_NCOUNTERS] = { 0 };
 	long long t0 = vt_now_ms(), until;
 	int round, ret = 0, dereg_failed = 0;
 	long all, last = -1;
@@ -236,7 +236,7 @@ static void expect_errno(int ret, int want, const char *what)
 
 static void test_errors(struct ibv_pd *pd)
 {
-	long b[VT_ODP_NCOUNTERS], a[VT_ODP_NCOUNTERS], d[VT_ODP_NCOUNTERS] = { 0 };
+	long b[VT_ODP_NCOUNTERS] = { 0 }, a[VT_ODP_NCOUNTERS] = { 0 }, d[VT_ODP_NCOUNTERS] = { 0 };
 	long long until = vt_now_ms() + VT_WAIT_MS;
 	struct vt_odp_buf odp, ro;
 	unsigned char *pinned;

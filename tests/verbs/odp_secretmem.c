@@ -240,7 +240,7 @@ static void test_prefetch(const struct secret *s)
 		{ IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT, "PREFETCH_NO_FAULT", 0 },
 	};
 	struct ibv_sge sge = { (uintptr_t)s->p, (uint32_t)s->size, s->mr->lkey };
-	long b[VT_ODP_NCOUNTERS], a[VT_ODP_NCOUNTERS], d[VT_ODP_NCOUNTERS];
+	long b[VT_ODP_NCOUNTERS] = { 0 }, a[VT_ODP_NCOUNTERS] = { 0 }, d[VT_ODP_NCOUNTERS] = { 0 };
 	unsigned int i;
 	int err = 0;
 	bool ok;
@@ -300,7 +300,7 @@ static void test_atomic_write(const struct secret *s)
 static void test_flush(const struct secret *s)
 {
 	const int flush_access = VT_ACCESS_FLUSH_GLOBAL | VT_ACCESS_FLUSH_PERSISTENT;
-	long b[VT_ODP_NCOUNTERS], a[VT_ODP_NCOUNTERS], d[VT_ODP_NCOUNTERS];
+	long b[VT_ODP_NCOUNTERS] = { 0 }, a[VT_ODP_NCOUNTERS] = { 0 }, d[VT_ODP_NCOUNTERS] = { 0 };
 	enum ibv_wc_status status = IBV_WC_GENERAL_ERR;
 	struct vt_rxe_maps maps;
 	struct vt_loopback lb;

@@ -233,7 +233,7 @@ static void *churn_fn(void *arg)
 
 static void test_stress(struct ibv_pd *pd, uint64_t *src, struct ibv_mr *src_mr)
 {
-	long b[VT_ODP_NCOUNTERS], a[VT_ODP_NCOUNTERS], d[VT_ODP_NCOUNTERS];
+	long b[VT_ODP_NCOUNTERS] = { 0 }, a[VT_ODP_NCOUNTERS] = { 0 }, d[VT_ODP_NCOUNTERS] = { 0 };
 	long writes = 0, failed = 0, dirty;
 	struct churn c = { 0 };
 	struct vt_loopback qps, *lb = &qps;

@@ -56,7 +56,7 @@ static bool atomic_write(struct vt_loopback *lb, void *addr, uint32_t rkey, uint
 
 static void test_atomic_write(uint32_t caps)
 {
-	long b[VT_ODP_NCOUNTERS], a[VT_ODP_NCOUNTERS], d[VT_ODP_NCOUNTERS];
+	long b[VT_ODP_NCOUNTERS] = { 0 }, a[VT_ODP_NCOUNTERS] = { 0 }, d[VT_ODP_NCOUNTERS] = { 0 };
 	struct vt_loopback lb;
 	struct vt_odp_buf t;
 	uint64_t *word;
@@ -124,7 +124,7 @@ static bool flush_counted(struct vt_loopback *lb, void *sq, void *addr, uint32_t
 			  uint32_t rkey, uint8_t level, long *d, long long *ms)
 {
 	enum ibv_wc_status st = IBV_WC_GENERAL_ERR;
-	long b[VT_ODP_NCOUNTERS], a[VT_ODP_NCOUNTERS];
+	long b[VT_ODP_NCOUNTERS] = { 0 }, a[VT_ODP_NCOUNTERS] = { 0 };
 	long long t0 = vt_now_ms();
 	bool ok;
 
@@ -147,7 +147,7 @@ static void test_flush(uint32_t caps)
 	const int access = VT_ODP_ACCESS | VT_ACCESS_FLUSH_GLOBAL | VT_ACCESS_FLUSH_PERSISTENT;
 	enum ibv_wc_status st = IBV_WC_GENERAL_ERR;
 	struct vt_odp_buf t, sparse, noflush;
-	long d[VT_ODP_NCOUNTERS];
+	long d[VT_ODP_NCOUNTERS] = { 0 };
 	struct vt_rxe_maps before;
 	struct vt_loopback lb;
 	struct ibv_mr *imr;
