@@ -73,12 +73,28 @@ static bool other_intact(void)
 	return at < 0;
 }
 
+/*
+ * Why the ODP counters cannot be read (a kernel without rxe's); NULL when they can.
+ * Without them the checks judge completions and bytes only, which still shows a
+ * kernel that hands secret memory to the device.
+ */
+static const char *no_counters;
+
+static bool counters(long *c)
+{
+	if (no_counters) {
+		memset(c, 0, VT_ODP_NCOUNTERS * sizeof(*c));
+		return true;
+	}
+	return vt_odp_snapshot(ctx, opt.port, c);
+}
+
 /* The port's ODP fault error counter: each refused fault counts once. */
 static bool fault_errors(long *v)
 {
 	long c[VT_ODP_NCOUNTERS];
 
-	if (!vt_odp_snapshot(ctx, opt.port, c))
+	if (!counters(c))
 		return false;
 	*v = c[VT_ODP_FAULT_ERRORS];
 	return true;
@@ -106,7 +122,7 @@ static void expect_refused(const char *what, enum ibv_wr_opcode op, void *src,
 		 !vt_rdma(&lb, op, src, src_mr, dst, dst_mr, OP_LEN, &status) &&
 		 fault_errors(&after);
 	tap_ok(posted && status == want && secret_intact(s) && other_intact() &&
-	       after - before == 1,
+	       (no_counters || after - before == 1),
 	       "%s: %s (want %s), secret and other buffer unchanged, %ld ODP fault error(s)",
 	       what, posted ? ibv_wc_status_str(status) : "no completion",
 	       ibv_wc_status_str(want), posted ? after - before : 0L);
@@ -166,7 +182,7 @@ static void test_atomic(const struct secret *s)
 	posted = fault_errors(&before) && !vt_post_send_status(&lb, lb.qp[0], &wr, &status) &&
 		 fault_errors(&after);
 	tap_ok(posted && status == IBV_WC_REM_ACCESS_ERR && secret_intact(s) && other_intact() &&
-	       after - before == 1,
+	       (no_counters || after - before == 1),
 	       "ATOMIC FETCH_AND_ADD on remote secret memory: %s (want %s), both unchanged, %ld ODP fault error(s)",
 	       posted ? ibv_wc_status_str(status) : "no completion",
 	       ibv_wc_status_str(IBV_WC_REM_ACCESS_ERR), posted ? after - before : 0L);
@@ -217,7 +233,7 @@ static void test_send_recv(const struct secret *s)
 		posted = posted && fault_errors(&after);
 		tap_ok(posted && send_status == send_want &&
 		       (out || rwc.status == cases[i].recv_want) && secret_intact(s) &&
-		       other_intact() && after - before == 1,
+		       other_intact() && (no_counters || after - before == 1),
 		       "%s: send %s, receive %s (want %s, %s), both unchanged, %ld ODP fault error(s)",
 		       cases[i].what, posted ? ibv_wc_status_str(send_status) : "no completion",
 		       out ? "not checked" : ibv_wc_status_str(rwc.status),
@@ -246,9 +262,9 @@ static void test_prefetch(const struct secret *s)
 	bool ok;
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
-		ok = vt_odp_snapshot(ctx, opt.port, b);
+		ok = counters(b);
 		err = vt_advise_mr(pd, cases[i].advice, IBV_ADVISE_MR_FLAG_FLUSH, &sge, 1, NULL);
-		ok = ok && vt_odp_snapshot(ctx, opt.port, a);
+		ok = ok && counters(a);
 		vt_odp_delta(b, a, d);
 		tap_ok(ok && err == cases[i].want && d[VT_ODP_PAGES_FAULTED] == 0 &&
 		       d[VT_ODP_PAGES_LINKED] == 0 && secret_intact(s),
@@ -285,7 +301,8 @@ static void test_atomic_write(const struct secret *s)
 		 fault_errors(&after);
 	if (posted)
 		status = wc.status;
-	tap_ok(posted && status == IBV_WC_REM_ACCESS_ERR && secret_intact(s) && after - before == 1,
+	tap_ok(posted && status == IBV_WC_REM_ACCESS_ERR && secret_intact(s) &&
+	       (no_counters || after - before == 1),
 	       "ATOMIC WRITE into remote secret memory: %s (want %s), secret unchanged, %ld ODP fault error(s)",
 	       posted ? ibv_wc_status_str(status) : "no completion",
 	       ibv_wc_status_str(IBV_WC_REM_ACCESS_ERR), posted ? after - before : 0L);
@@ -325,10 +342,10 @@ static void test_flush(const struct secret *s)
 		tap_skip("cannot find rxe's send queue to post a FLUSH on",
 			 "persistent FLUSH of remote secret memory");
 	} else {
-		ok = vt_odp_snapshot(ctx, opt.port, b) &&
+		ok = counters(b) &&
 		     !vt_rxe_post_flush(lb.qp[0], sq, 9, (uintptr_t)s->p, (uint32_t)s->size,
 					mr->rkey, VT_FLUSH_PERSISTENT, VT_FLUSH_RANGE) &&
-		     !vt_poll_one(lb.send_cq, &wc, VT_WAIT_MS) && vt_odp_snapshot(ctx, opt.port, a);
+		     !vt_poll_one(lb.send_cq, &wc, VT_WAIT_MS) && counters(a);
 		if (ok)
 			status = wc.status;
 		vt_odp_delta(b, a, d);
@@ -420,8 +437,16 @@ int main(int argc, char **argv)
 	int i, err;
 
 	page_size = sysconf(_SC_PAGESIZE);
-	ctx = vt_odp_start(argc, argv, &opt, TESTS, VT_NEED_ODP | VT_NEED_COUNTERS,
-			   "ODP on secret memory", &attr);
+	ctx = vt_odp_start(argc, argv, &opt, TESTS, VT_NEED_ODP, "ODP on secret memory", &attr);
+	{
+		long c[VT_ODP_NCOUNTERS];
+
+		/* Losing them on our kernel shows as skips of the other ODP suites. */
+		if (!vt_odp_counters(ctx, opt.port, c)) {
+			no_counters = "no ODP counters";
+			tap_diag("this kernel has no rxe ODP counters: the checks judge completions and bytes only");
+		}
+	}
 	have_implicit = attr.odp_caps.general_caps & IBV_ODP_SUPPORT_IMPLICIT;
 	tap_diag("running as uid %u", (unsigned int)getuid());
 
