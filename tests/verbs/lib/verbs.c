@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 #include "verbs.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -262,6 +263,40 @@ long long vt_now_ms(void)
 	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 }
 
+/*
+ * A missing completion is rare and hard to reproduce: print the device's non-zero
+ * hardware counters (RNR and retry counts, ODP faults and errors) beside it, so the
+ * failure says whether the requester retried, was refused, or never ran.
+ */
+static void dump_hw_counters(struct ibv_context *ctx)
+{
+	const char *name = ibv_get_device_name(ctx->device);
+	char path[512], line[64];
+	struct dirent *e;
+	FILE *f;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/hw_counters", name);
+	d = opendir(path);
+	if (!d)
+		return;
+	fprintf(stderr, "%s counters:", name);
+	while ((e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/1/hw_counters/%s",
+			 name, e->d_name);
+		f = fopen(path, "r");
+		if (!f)
+			continue;
+		if (fgets(line, sizeof(line), f) && strcmp(line, "0\n"))
+			fprintf(stderr, " %s=%.*s", e->d_name, (int)strcspn(line, "\n"), line);
+		fclose(f);
+	}
+	fprintf(stderr, "\n");
+	closedir(d);
+}
+
 int vt_poll_one(struct ibv_cq *cq, struct ibv_wc *wc, int timeout_ms)
 {
 	long long deadline = vt_now_ms() + timeout_ms;
@@ -277,6 +312,7 @@ int vt_poll_one(struct ibv_cq *cq, struct ibv_wc *wc, int timeout_ms)
 			return 0;
 	} while (vt_now_ms() < deadline);
 	fprintf(stderr, "no completion within %d ms\n", timeout_ms);
+	dump_hw_counters(cq->context);
 	return -1;
 }
 
