@@ -57,6 +57,7 @@ void vt_parse_options(int argc, char **argv, struct vt_options *opt)
 	opt->dev = NULL;
 	opt->port = 1;
 	opt->gid_index = 1;
+	opt->qp_timeout = 14;
 	while ((c = getopt_long(argc, argv, "d:p:g:h", longopts, NULL)) != -1) {
 		switch (c) {
 		case 'd':
@@ -151,7 +152,7 @@ static int qp_to_rts(struct ibv_qp *qp, uint32_t remote_qpn, const struct vt_loo
 
 	memset(&attr, 0, sizeof(attr));
 	attr.qp_state = IBV_QPS_RTS;
-	attr.timeout = 14;
+	attr.timeout = lb->qp_timeout;
 	attr.retry_cnt = 7;
 	attr.rnr_retry = 7;
 	attr.max_rd_atomic = 4;
@@ -195,6 +196,7 @@ int vt_loopback_create_ex(struct vt_loopback *lb, struct ibv_context *ctx,
 	lb->port = opt->port;
 	lb->gid_index = opt->gid_index;
 	lb->extra_access = extra_access;
+	lb->qp_timeout = opt->qp_timeout;
 	ret = ibv_query_gid(ctx, lb->port, lb->gid_index, &lb->gid);
 	if (ret) {
 		fprintf(stderr, "ibv_query_gid(port %u, index %d): %s\n", lb->port,

@@ -17,6 +17,7 @@ struct vt_options {
 	const char *dev;	/* RDMA device name; NULL: the first one */
 	uint8_t port;
 	int gid_index;		/* RoCEv2 IPv4-mapped GID of the guest's address */
+	uint8_t qp_timeout;	/* the loopback QPs' local ACK timeout, 4.096 us * 2^n */
 };
 
 /* Parse --dev NAME, --port N, --gid N; prints usage and exits on bad input. */
@@ -36,6 +37,7 @@ struct vt_loopback {
 	int gid_index;
 	bool own_pd;		/* pd was allocated by vt_loopback_create */
 	int extra_access;	/* QP access flags beyond local/remote write, read, atomic */
+	uint8_t qp_timeout;	/* from vt_options */
 };
 
 int vt_loopback_create(struct vt_loopback *lb, struct ibv_context *ctx,
