@@ -127,7 +127,9 @@ int ibodp_prefetch(struct ibodp_mr *mr, void *addr, size_t length, unsigned int 
  * ibv_advise_mr() on @pd, a PD of @dev's device (of any context): when the provider
  * answers EOPNOTSUPP, the kernel's ADVISE_MR method through the verbs ioctl on the PD's
  * context, *@direct (may be NULL) saying so. The tool for advice ibodp_prefetch() does
- * not cover, or for MRs the library did not register.
+ * not cover, or for MRs the library did not register. Any number of SGEs: a list
+ * longer than one kernel request carries (4095) goes as several requests, and an
+ * SGE whose end wraps around the address space is refused (-EINVAL).
  */
 int ibodp_advise_mr(struct ibodp_dev *dev, struct ibv_pd *pd,
 		    enum ibv_advise_mr_advice advice, uint32_t flags, struct ibv_sge *sge,
@@ -144,7 +146,12 @@ struct ibodp_counters {
 	uint64_t fault_errors;		/* faults that failed */
 };
 
-/* -EOPNOTSUPP when the driver has no ODP counters. */
+/*
+ * Read all of @port's ODP counters at once; @counters is written only on success.
+ * -EOPNOTSUPP when the driver has no ODP counters. The kernel serves them from a
+ * cache that lives the port's hw_counters/lifespan (10 ms by default): each call
+ * first waits that long plus a jiffy, so that it sees all the work done before it.
+ */
 int ibodp_read_counters(const struct ibodp_dev *dev, uint8_t port,
 			struct ibodp_counters *counters);
 /* @delta = @after - @before, counter by counter (@delta may be either). */

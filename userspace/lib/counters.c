@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -34,35 +35,57 @@ static uint64_t cfield(const struct ibodp_counters *c, unsigned int i)
 	return *(const uint64_t *)((const char *)c + counter_files[i].offset);
 }
 
+/* The hw_counters file @name of @port, as a number; false when it cannot be read. */
+static bool read_counter(const struct ibodp_dev *dev, uint8_t port, const char *name,
+			 uint64_t *value, char *path, size_t size)
+{
+	FILE *f;
+	bool ok;
+
+	snprintf(path, size, "/sys/class/infiniband/%s/ports/%u/hw_counters/%s",
+		 ibodp_name(dev), port, name);
+	f = fopen(path, "r");
+	if (!f)
+		return false;
+	ok = fscanf(f, "%" SCNu64, value) == 1;
+	fclose(f);
+	if (!ok)
+		errno = EIO;
+	return ok;
+}
+
+/* One jiffy at the lowest HZ a kernel has (100). */
+#define JIFFY_MAX_MS	10
+
 int ibodp_read_counters(const struct ibodp_dev *dev, uint8_t port,
 			struct ibodp_counters *counters)
 {
+	struct ibodp_counters c;
 	char path[PATH_MAX];
+	uint64_t lifespan;
 	unsigned int i;
-	FILE *f;
-	int ok;
 
 	if (!dev || !counters)
 		return ibodp_fail(EINVAL, "ibodp_read_counters: %s is NULL",
 				  dev ? "counters" : "dev");
 	/*
-	 * The RDMA core serves hw_counters from a cache that lives 10 ms: a read right
-	 * after the work would show the values from before it.
+	 * The RDMA core serves hw_counters from a cache refreshed when it is older than
+	 * its lifespan (ms, rounded to jiffies): a read right after the work could show
+	 * the values from before it. Wait until any cache made before this call expired.
 	 */
-	usleep(20000);
-	for (i = 0; i < NCOUNTERS; i++) {
-		snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%u/hw_counters/%s",
-			 ibodp_name(dev), port, counter_files[i].name);
-		f = fopen(path, "r");
-		if (!f)
-			return ibodp_fail(errno == ENOENT ? EOPNOTSUPP : errno,
-					  "%s port %u has no ODP counters (%s)", ibodp_name(dev),
-					  port, path);
-		ok = fscanf(f, "%" SCNu64, field(counters, i)) == 1;
-		fclose(f);
-		if (!ok)
-			return ibodp_fail(EIO, "cannot parse %s", path);
-	}
+	if (!read_counter(dev, port, "lifespan", &lifespan, path, sizeof(path)) ||
+	    lifespan > 1000)
+		lifespan = 10;
+	usleep((lifespan + JIFFY_MAX_MS) * 1000);
+	for (i = 0; i < NCOUNTERS; i++)
+		if (!read_counter(dev, port, counter_files[i].name, field(&c, i), path,
+				  sizeof(path)))
+			return errno == ENOENT ?
+			       ibodp_fail(EOPNOTSUPP, "%s port %u has no ODP counters (%s)",
+					  ibodp_name(dev), port, path) :
+			       ibodp_fail(errno, "cannot read %s", path);
+	/* All or nothing: the caller's struct is written only now. */
+	*counters = c;
 	return 0;
 }
 

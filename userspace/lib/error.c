@@ -2,6 +2,7 @@
 /* Per-thread failure messages and bounded string building. */
 #include "internal.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -25,6 +26,9 @@ int ibodp_fail(int err, const char *fmt, ...)
 {
 	va_list ap;
 
+	/* A failure is never reported as success, even when errno was not set. */
+	if (err <= 0)
+		err = EIO;
 	va_start(ap, fmt);
 	vrecord(err, fmt, ap);
 	va_end(ap);

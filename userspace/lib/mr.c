@@ -168,20 +168,16 @@ static void find_driver_id(void)
 	ibv_dealloc_pd(pd);
 }
 
-int ibodp_advise_mr(struct ibodp_dev *dev, struct ibv_pd *pd,
-		    enum ibv_advise_mr_advice advice, uint32_t flags, struct ibv_sge *sge,
-		    uint32_t num_sge, bool *direct)
+/* The most SGEs one ADVISE_MR request carries: its attribute length is 16 bits. */
+#define ADVISE_SGE_MAX	(UINT16_MAX / sizeof(struct ib_uverbs_sge))
+
+/* ibodp_advise_mr() of at most ADVISE_SGE_MAX SGEs. */
+static int advise_some(struct ibodp_dev *dev, struct ibv_pd *pd,
+		       enum ibv_advise_mr_advice advice, uint32_t flags, struct ibv_sge *sge,
+		       uint32_t num_sge, bool *direct)
 {
 	int ret;
 
-	if (direct)
-		*direct = false;
-	if (!dev || !pd || !sge || !num_sge)
-		return ibodp_fail(EINVAL, "ibodp_advise_mr: %s", !dev ? "dev is NULL" :
-				  !pd ? "pd is NULL" : "no SGE to advise on");
-	if (pd->context->device != dev->ctx->device)
-		return ibodp_fail(EINVAL, "ibodp_advise_mr: the PD is of another device than %s",
-				  ibodp_name(dev));
 	ret = ibv_advise_mr(pd, advice, flags, sge, num_sge);
 	if (ret == EOPNOTSUPP) {
 		if (direct)
@@ -209,6 +205,35 @@ int ibodp_advise_mr(struct ibodp_dev *dev, struct ibv_pd *pd,
 	return 0;
 }
 
+int ibodp_advise_mr(struct ibodp_dev *dev, struct ibv_pd *pd,
+		    enum ibv_advise_mr_advice advice, uint32_t flags, struct ibv_sge *sge,
+		    uint32_t num_sge, bool *direct)
+{
+	uint32_t i, n;
+	int ret;
+
+	if (direct)
+		*direct = false;
+	if (!dev || !pd || !sge || !num_sge)
+		return ibodp_fail(EINVAL, "ibodp_advise_mr: %s", !dev ? "dev is NULL" :
+				  !pd ? "pd is NULL" : "no SGE to advise on");
+	if (pd->context->device != dev->ctx->device)
+		return ibodp_fail(EINVAL, "ibodp_advise_mr: the PD is of another device than %s",
+				  ibodp_name(dev));
+	for (i = 0; i < num_sge; i++)
+		if (sge[i].length && sge[i].addr + sge[i].length - 1 < sge[i].addr)
+			return ibodp_fail(EINVAL, "ibodp_advise_mr: SGE %u (%u bytes at %#llx) wraps around the address space",
+					  i, sge[i].length, (unsigned long long)sge[i].addr);
+	/* The SGE list travels in an ioctl attribute of at most 64 KiB: split it. */
+	for (i = 0; i < num_sge; i += n) {
+		n = num_sge - i < ADVISE_SGE_MAX ? num_sge - i : ADVISE_SGE_MAX;
+		ret = advise_some(dev, pd, advice, flags, sge + i, n, direct);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
 /* An SGE covers at most 4 GiB - 1; a longer range takes several. */
 #define SGE_MAX		0x80000000u
 
@@ -231,6 +256,9 @@ int ibodp_prefetch(struct ibodp_mr *mr, void *addr, size_t length, unsigned int 
 		return ibodp_fail(EINVAL, "ibodp_prefetch: NO_FAULT maps what is present; it cannot be for writing");
 	if (!length)
 		return 0;
+	if ((uintptr_t)addr + length - 1 < (uintptr_t)addr)
+		return ibodp_fail(EINVAL, "prefetch of %zu bytes at %p wraps around the address space",
+				  length, addr);
 	if (mr->kind != IBODP_IMPLICIT &&
 	    ((uintptr_t)addr < (uintptr_t)mr->addr ||
 	     (uintptr_t)addr - (uintptr_t)mr->addr > mr->length ||
@@ -243,7 +271,10 @@ int ibodp_prefetch(struct ibodp_mr *mr, void *addr, size_t length, unsigned int 
 	advice = flags & IBODP_PREFETCH_WRITE ? IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE :
 		 flags & IBODP_PREFETCH_NO_FAULT ? IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT :
 		 IBV_ADVISE_MR_ADVICE_PREFETCH;
-	n = (uint32_t)((length + SGE_MAX - 1) / SGE_MAX);
+	if (length / SGE_MAX >= UINT32_MAX)
+		return ibodp_fail(EINVAL, "prefetch of %zu bytes at %p: larger than any address space",
+				  length, addr);
+	n = (uint32_t)(length / SGE_MAX + (length % SGE_MAX != 0));
 	sge = calloc(n, sizeof(*sge));
 	if (!sge)
 		return ibodp_fail(ENOMEM, "ibodp_prefetch");

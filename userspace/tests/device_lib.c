@@ -172,6 +172,58 @@ out:
 	munmap(p, size);
 }
 
+/*
+ * An SGE list longer than one ADVISE_MR request carries (its attribute length is 16
+ * bits: 4095 SGEs): the library splits it, and every page is prefetched.
+ */
+#define MANY_SGES 5000
+
+static void test_advise_many_sges(struct ibodp_dev *dev, struct vt_loopback *lb)
+{
+	size_t len = (size_t)MANY_SGES * page_size;
+	struct ibodp_counters before, after, d;
+	unsigned char *p = map(len);
+	struct ibv_sge *sge = calloc(MANY_SGES, sizeof(*sge));
+	struct ibodp_mr *mr = NULL;
+	int i, ret;
+
+	if (!p || !sge) {
+		check(false, "memory for %d SGEs", MANY_SGES);
+		goto out;
+	}
+	if (ibodp_reg_mr(dev, lb->pd, p, len, ACCESS, IBODP_EXPLICIT, IBODP_FAIL, &mr)) {
+		check(false, "register %zu bytes for %d SGEs: %s", len, MANY_SGES, ibodp_errmsg());
+		goto out;
+	}
+	for (i = 0; i < MANY_SGES; i++) {
+		sge[i].addr = (uintptr_t)p + (size_t)i * page_size;
+		sge[i].length = page_size;
+		sge[i].lkey = mr->mr->lkey;
+	}
+	if (!no_counters && ibodp_read_counters(dev, opt.port, &before)) {
+		check(false, "counters before the advice: %s", ibodp_errmsg());
+		goto out;
+	}
+	ret = ibodp_advise_mr(dev, lb->pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE,
+			      IBV_ADVISE_MR_FLAG_FLUSH, sge, MANY_SGES, NULL);
+	check(!ret, "sync PREFETCH_WRITE of %d SGEs: %s", MANY_SGES, ret ? ibodp_errmsg() : "ok");
+	if (no_counters) {
+		skip(no_counters, "the counters of an advice of %d SGEs", MANY_SGES);
+	} else {
+		ret = ibodp_read_counters(dev, opt.port, &after);
+		ibodp_counters_delta(&before, &after, &d);
+		check(!ret && d.prefetch_requests == 2 && d.pages_faulted == MANY_SGES,
+		      "%d SGEs: %llu prefetch requests, %llu pages faulted (want 2, %d)", MANY_SGES,
+		      (unsigned long long)d.prefetch_requests,
+		      (unsigned long long)d.pages_faulted, MANY_SGES);
+	}
+out:
+	ibodp_dereg_mr(mr);
+	free(sge);
+	if (p)
+		munmap(p, len);
+}
+
 /* Several threads registering, prefetching and deregistering on one device at once. */
 struct thread_arg {
 	struct ibodp_dev *dev;
@@ -361,6 +413,7 @@ int main(int argc, char **argv)
 	}
 	test_kinds(dev, &lb);
 	test_prefetch(dev, &lb);
+	test_advise_many_sges(dev, &lb);
 	test_threads(&lb, name);
 	test_fallback(name);
 	vt_loopback_destroy(&lb);

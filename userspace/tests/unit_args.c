@@ -81,6 +81,35 @@ static void test_prefetch_args(void)
 	mr.kind = IBODP_PINNED;
 	check(ibodp_prefetch(&mr, mr.addr, 2048, IBODP_PREFETCH_SYNC, NULL) == 0,
 	      "prefetch of a pinned MR: nothing to do");
+	mr.kind = IBODP_IMPLICIT;
+	expect(ibodp_prefetch(&mr, (void *)(UINTPTR_MAX - 4095), 8192, 0, NULL), EINVAL,
+	       "wraps around", "implicit prefetch past the end of the address space");
+	expect(ibodp_prefetch(&mr, buf, SIZE_MAX, 0, NULL), EINVAL, "wraps around",
+	       "implicit prefetch of SIZE_MAX bytes");
+}
+
+/* A PD of the device's own context, none of it dereferenced past the device check. */
+static void test_advise_wrap(void)
+{
+	struct ibv_context ctx = { .device = (struct ibv_device *)0x3000 };
+	struct ibodp_dev dev = { .ctx = &ctx };
+	struct ibv_pd pd = { .context = &ctx };
+	struct ibv_sge sge[2] = {
+		{ .addr = 0x10000, .length = 4096 },
+		{ .addr = UINT64_MAX - 99, .length = 4096 },
+	};
+
+	expect(ibodp_advise_mr(&dev, &pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, sge, 2, NULL), EINVAL,
+	       "SGE 1", "advise on an SGE that wraps around the address space");
+}
+
+/* A failure whose errno was 0 is still a failure. */
+static void test_fail_never_zero(void)
+{
+	int ret = ibodp_fail(0, "a failure with no errno");
+
+	check(ret < 0 && strstr(ibodp_errmsg(), "a failure with no errno"),
+	      "ibodp_fail(0, ...) returns %d, not success (\"%s\")", ret, ibodp_errmsg());
 }
 
 static void test_open(void)
@@ -120,6 +149,8 @@ int main(void)
 {
 	test_reg_args();
 	test_prefetch_args();
+	test_advise_wrap();
+	test_fail_never_zero();
 	test_open();
 	test_errmsg_per_thread();
 	return checks_done();
