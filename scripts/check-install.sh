@@ -1,35 +1,55 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# Host test of `make install`: install libibodp into a temporary prefix, then build
-# userspace/examples/odp_caps.c against it with pkg-config, shared and static, and run
-# it (no RDMA device here: it must fail cleanly, saying so). Prints TAP.
+# Host test of `make install`, as a user of libibodp would use it: install into a
+# prefix under the build folder ($BUILD/userspace-install, remade each run), then build
+# the examples (userspace/examples/) against it with pkg-config, shared and static, the
+# way the README says. The guest suite libibodp runs the installed quick-start example
+# on its device; here (no RDMA device) it must fail cleanly, saying so. Also: a build
+# with the builder's own CFLAGS, and `make uninstall` removing all it installed. TAP.
 set -u
 . "$(dirname "$0")/lib.sh"
 
-prefix=$(mktemp -d)
-trap 'rm -rf "$prefix"' EXIT
+prefix=$BUILD/userspace-install
+scratch=$(mktemp -d)
+trap 'rm -rf "$scratch"' EXIT
 log=$BUILD/logs/check-install.log
 n=0
 t() { n=$((n + 1)); if eval "$2" >>"$log" 2>&1; then echo "ok $n - $1"; else echo "not ok $n - $1 (log: $log)"; fi; }
+mkdir -p "$BUILD/logs"
 : >"$log"
-echo "1..6"
+# Only the build folder's own install prefix is remade.
+rm -rf "$prefix"
+cflags="-std=c11 -Wall -Wextra -Werror"
+echo "1..11"
 t "make install PREFIX=$prefix" "make -C '$ROOT/userspace' O='$BUILD/userspace' install PREFIX='$prefix'"
 t "header, shared and static library, pkg-config file, tools and man pages installed" \
 	"test -f '$prefix/include/ibodp.h' -a -L '$prefix/lib/libibodp.so' -a -f '$prefix/lib/libibodp.a' -a -f '$prefix/lib/pkgconfig/ibodp.pc' -a -x '$prefix/bin/odp-bench' -a -f '$prefix/share/man/man3/libibodp.3' -a -f '$prefix/share/man/man1/odp-stress.1'"
 export PKG_CONFIG_PATH=$prefix/lib/pkgconfig
-t "an example builds against it with pkg-config (shared)" \
-	"cc -std=c11 -Wall -Wextra -Werror '$ROOT/userspace/examples/odp_caps.c' \$(pkg-config --cflags --libs ibodp) -o '$prefix/odp_caps'"
-t "and statically (pkg-config --static)" \
-	"cc -std=c11 -Wall -Wextra -Werror -static-libgcc '$ROOT/userspace/examples/odp_caps.c' \$(pkg-config --cflags ibodp) '$prefix/lib/libibodp.a' \$(pkg-config --static --libs-only-l ibodp | sed 's/-libodp//') -o '$prefix/odp_caps_static'"
+mkdir -p "$prefix/examples"
+# Shared, found at run time through the rpath (the prefix is no loader directory).
+for ex in odp_caps odp_quickstart; do
+	t "$ex builds against it: cc $ex.c \$(pkg-config --cflags --libs ibodp)" \
+		"cc $cflags '$ROOT/userspace/examples/$ex.c' \$(pkg-config --cflags --libs ibodp) -Wl,-rpath,'$prefix/lib' -o '$prefix/examples/$ex'"
+done
+t "odp_quickstart links statically: pkg-config --static" \
+	"cc $cflags '$ROOT/userspace/examples/odp_quickstart.c' \$(pkg-config --cflags ibodp) '$prefix/lib/libibodp.a' \$(pkg-config --static --libs ibodp | sed 's/-libodp//') -o '$scratch/odp_quickstart_static'"
+t "pkg-config --libs names libibverbs for the verbs an application calls itself" \
+	"pkg-config --libs ibodp | grep -q -- -libverbs"
 # The exported functions are exactly those of the version script.
 exported="nm -D --defined-only '$prefix/lib/libibodp.so' | awk '\$2 == \"T\" {sub(/@.*/, \"\", \$3); print \$3}' | sort"
 listed="sed -n 's/^[[:space:]]*\\(ibodp_[a-z_]*\\);/\\1/p' '$ROOT/userspace/lib/libibodp.map' | sort"
 t "the shared library exports the functions of libibodp.map and nothing else" \
 	"test -n \"\$($exported)\" && test \"\$($exported)\" = \"\$($listed)\""
 if ls /sys/class/infiniband/* >/dev/null 2>&1; then
-	t "the example prints the ODP caps of this machine's RDMA device" \
-		"LD_LIBRARY_PATH='$prefix/lib' '$prefix/odp_caps' | grep -q ': '"
+	t "odp_quickstart registers and prefetches on this machine's RDMA device" \
+		"'$prefix/examples/odp_quickstart' | grep -q 'prefetched 1 MiB'"
 else
-	t "without an RDMA device the example fails cleanly, saying why" \
-		"! LD_LIBRARY_PATH='$prefix/lib' '$prefix/odp_caps' 2>&1 && LD_LIBRARY_PATH='$prefix/lib' '$prefix/odp_caps' 2>&1 | grep -q 'no RDMA device'"
+	t "without an RDMA device odp_quickstart fails cleanly, saying why" \
+		"! '$prefix/examples/odp_quickstart' >'$scratch/out' 2>&1 && grep -q 'no RDMA device' '$scratch/out'"
 fi
+t "make CFLAGS=-O0 LDFLAGS=-Wl,-z,now keeps the project's flags and builds" \
+	"make -C '$ROOT/userspace' O='$scratch/o0' CFLAGS=-O0 LDFLAGS=-Wl,-z,now '$scratch/o0/lib/libibodp.so' '$scratch/o0/bin/odp-stress'"
+t "make install LIBDIR=<prefix>/lib/x86_64-linux-gnu puts the library and ibodp.pc there" \
+	"make -C '$ROOT/userspace' O='$BUILD/userspace' install PREFIX='$scratch/multi' LIBDIR='$scratch/multi/lib/x86_64-linux-gnu' && test -f '$scratch/multi/lib/x86_64-linux-gnu/libibodp.a' && grep -q '^libdir=$scratch/multi/lib/x86_64-linux-gnu' '$scratch/multi/lib/x86_64-linux-gnu/pkgconfig/ibodp.pc'"
+t "make uninstall removes every file install put there" \
+	"make -C '$ROOT/userspace' O='$BUILD/userspace' uninstall PREFIX='$scratch/multi' LIBDIR='$scratch/multi/lib/x86_64-linux-gnu' && test -z \"\$(find '$scratch/multi' ! -type d)\""

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # vmtest-timeout: 300
 # libibodp on the guest's device: its device test (userspace/tests/device_lib.c), then
-# each tool for a short run whose output must say what it promises. Writes
+# each tool for a short run whose output must say what it promises, and the quick-start
+# example as installed by `make install` (the host test makes it). Writes
 # libibodp-device.tap and libibodp-tools.tap.
 . "$GUEST_ROOT/scripts/guest/lib.sh"
 bin=$BUILD/userspace
@@ -23,6 +24,7 @@ tools=(
 	"odp-bench: a short run writes its table and CSV|odp-bench --dev $RDMA_DEV --max-size 1M --touch-size 1M --seconds 0.2 --csv /tmp/odp-bench.csv|0|invalidate \\+ refault of 1 MiB costs"
 	"odp-bench --help|odp-bench --help|0|^usage: odp-bench"
 	"odp-stress rejects a bad option value|odp-stress --seconds -1|2|--seconds wants seconds"
+	"the quick-start example, built against the installed libibodp (scripts/check-install.sh), registers 1 MiB as ODP and prefetches all of it|$BUILD/userspace-install/examples/odp_quickstart $RDMA_DEV|0|during the prefetch: page_faults [0-9]+ +pages_faulted 256 "
 )
 
 echo "1..${#tools[@]}" >"$tap"
@@ -31,8 +33,10 @@ for t in "${tools[@]}"; do
 	n=$((n + 1))
 	IFS='|' read -r name cmd want_rc want <<<"$t"
 	echo "== $name: $cmd" >>"$log"
+	# A tool of the build folder, or a program named by its full path.
+	[ "${cmd#/}" = "$cmd" ] && cmd=$bin/bin/$cmd
 	# shellcheck disable=SC2086 # the command line is meant to split into words
-	timeout -k 5 120 "$bin/bin/"$cmd >/tmp/libibodp-tool.out 2>&1
+	timeout -k 5 120 $cmd >/tmp/libibodp-tool.out 2>&1
 	rc=$?
 	cat /tmp/libibodp-tool.out >>"$log"
 	echo "exit $rc" >>"$log"
