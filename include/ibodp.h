@@ -26,6 +26,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The version of this header; the library's soname stays libibodp.so.1. */
+#define IBODP_VERSION_MAJOR	1
+#define IBODP_VERSION_MINOR	1
+#define IBODP_VERSION_PATCH	0
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -43,6 +48,12 @@ struct ibodp_dev;
  * had no ODP, to try an application's fallback path.
  */
 int ibodp_open(const char *name, struct ibodp_dev **dev);
+/*
+ * The same on a context the application opened itself (an rdma_cm id's
+ * cm_id->verbs, say): ibodp_close() then frees the library's part and leaves the
+ * context open, to be closed by its owner after ibodp_close(). Since 1.1.
+ */
+int ibodp_wrap(struct ibv_context *ctx, struct ibodp_dev **dev);
 void ibodp_close(struct ibodp_dev *dev);
 struct ibv_context *ibodp_context(const struct ibodp_dev *dev);
 const char *ibodp_name(const struct ibodp_dev *dev);
@@ -97,7 +108,9 @@ struct ibodp_mr {
 };
 
 /*
- * Register memory of @pd. @access: IBV_ACCESS_* flags without IBV_ACCESS_ON_DEMAND
+ * Register memory of @pd, a PD of @dev's device from any of its contexts (the one of
+ * ibodp_context(dev), or the application's own); ibodp_advise_mr() has the same rule.
+ * @access: IBV_ACCESS_* flags without IBV_ACCESS_ON_DEMAND
  * (the kind decides). With IBODP_FALLBACK_PINNED an MR that cannot be ODP is pinned
  * and (*mr)->fell_back says so; the message says why.
  */

@@ -21,32 +21,60 @@ static bool has_odp(const struct ibodp_dev *dev)
 	return !dev->no_odp && (dev->attr.odp_caps.general_caps & IBV_ODP_SUPPORT);
 }
 
-/* Open @ibdev and read its attributes; NULL with errno set on failure. */
-static struct ibodp_dev *dev_open(struct ibv_device *ibdev)
+/* A device around @ctx, its attributes read; NULL with errno set on failure. */
+static struct ibodp_dev *dev_new(struct ibv_context *ctx, bool own_ctx)
 {
 	struct ibodp_dev *dev = calloc(1, sizeof(*dev));
 	int ret;
 
 	if (!dev)
 		return NULL;
-	dev->ctx = ibv_open_device(ibdev);
-	if (!dev->ctx) {
-		ret = errno ? errno : ENODEV;
-		free(dev);
-		errno = ret;
-		return NULL;
-	}
-	ret = ibv_query_device_ex(dev->ctx, NULL, &dev->attr);
+	ret = ibv_query_device_ex(ctx, NULL, &dev->attr);
 	if (ret) {
-		ibv_close_device(dev->ctx);
 		free(dev);
 		errno = ret;
 		return NULL;
 	}
+	dev->ctx = ctx;
+	dev->own_ctx = own_ctx;
 	dev->no_odp = env_no_odp();
 	dev->driver_once = (pthread_once_t)PTHREAD_ONCE_INIT;
 	dev->driver_id = -1;
 	return dev;
+}
+
+/* Open @ibdev and read its attributes; NULL with errno set on failure. */
+static struct ibodp_dev *dev_open(struct ibv_device *ibdev)
+{
+	struct ibv_context *ctx = ibv_open_device(ibdev);
+	struct ibodp_dev *dev;
+	int ret;
+
+	if (!ctx) {
+		errno = errno ? errno : ENODEV;
+		return NULL;
+	}
+	dev = dev_new(ctx, true);
+	if (!dev) {
+		ret = errno;
+		ibv_close_device(ctx);
+		errno = ret;
+	}
+	return dev;
+}
+
+int ibodp_wrap(struct ibv_context *ctx, struct ibodp_dev **devp)
+{
+	if (!devp)
+		return ibodp_fail(EINVAL, "ibodp_wrap: no place for the device (devp is NULL)");
+	*devp = NULL;
+	if (!ctx)
+		return ibodp_fail(EINVAL, "ibodp_wrap: ctx is NULL");
+	*devp = dev_new(ctx, false);
+	if (!*devp)
+		return ibodp_fail(errno, "cannot query RDMA device %s",
+				  ibv_get_device_name(ctx->device));
+	return 0;
 }
 
 int ibodp_open(const char *name, struct ibodp_dev **devp)
@@ -107,7 +135,9 @@ void ibodp_close(struct ibodp_dev *dev)
 {
 	if (!dev)
 		return;
-	ibv_close_device(dev->ctx);
+	/* A context the application gave (ibodp_wrap()) stays the application's. */
+	if (dev->own_ctx)
+		ibv_close_device(dev->ctx);
 	free(dev);
 }
 

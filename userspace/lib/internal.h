@@ -9,6 +9,7 @@
 
 struct ibodp_dev {
 	struct ibv_context *ctx;
+	bool own_ctx;			/* opened here: ibodp_close() closes it */
 	struct ibv_device_attr_ex attr;
 	bool no_odp;			/* IBODP_NO_ODP=1: pretend there is no ODP */
 	pthread_once_t driver_once;	/* the uAPI driver id, found on first need */

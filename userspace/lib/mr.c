@@ -54,8 +54,9 @@ int ibodp_reg_mr(struct ibodp_dev *dev, struct ibv_pd *pd, void *addr, size_t le
 				  "addr is NULL (use IBODP_IMPLICIT for the whole address space)");
 	}
 
-	if (pd->context != dev->ctx)
-		return ibodp_fail(EINVAL, "ibodp_reg_mr: the PD belongs to another device context than dev (allocate it from ibodp_context(dev))");
+	if (pd->context->device != dev->ctx->device)
+		return ibodp_fail(EINVAL, "ibodp_reg_mr: the PD is of another device than %s",
+				  ibodp_name(dev));
 
 	mr = calloc(1, sizeof(*mr));
 	if (!mr)

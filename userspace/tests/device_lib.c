@@ -277,9 +277,12 @@ static void test_threads(struct vt_loopback *lb, const char *name)
 		ibodp_close(dev);
 		return;
 	}
+	/* One rule for PDs, as ibodp_advise_mr() has: any context of the same device. */
 	ret = ibodp_reg_mr(dev, lb->pd, lb, 64, ACCESS, IBODP_PINNED, IBODP_FAIL, &mr);
-	check(ret == -EINVAL && strstr(ibodp_errmsg(), "another device context"),
-	      "a PD of another device context is refused: \"%s\"", ibodp_errmsg());
+	check(!ret, "a PD of another context of the same device is accepted: %s",
+	      ret ? ibodp_errmsg() : "ok");
+	if (!ret)
+		ibodp_dereg_mr(mr);
 	for (i = 0; i < 4; i++) {
 		args[i] = (struct thread_arg){ .dev = dev, .pd = pd };
 		pthread_create(&t[i], NULL, hammer, &args[i]);
@@ -342,6 +345,62 @@ static void test_fallback(const char *name)
 	unsetenv("IBODP_NO_ODP");
 	munmap(a, size);
 	munmap(b, size);
+}
+
+/*
+ * A context the application opened (as an rdma_cm user has one): ibodp_wrap() works on
+ * it, an MR of a PD from either context registers and prefetches, and ibodp_close()
+ * leaves the context open for its owner.
+ */
+static void test_wrap(const char *name, struct ibodp_dev *lib_dev)
+{
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_context *ctx = NULL;
+	struct ibv_device_attr attr;
+	struct ibodp_mr *mr = NULL;
+	struct ibodp_dev *dev;
+	struct ibv_pd *pd;
+	unsigned char *p;
+	int i, ret;
+
+	for (i = 0; list && list[i] && !ctx; i++)
+		if (!strcmp(ibv_get_device_name(list[i]), name))
+			ctx = ibv_open_device(list[i]);
+	if (list)
+		ibv_free_device_list(list);
+	if (!ctx) {
+		check(false, "the application opens %s itself: %s", name, strerror(errno));
+		return;
+	}
+	ret = ibodp_wrap(ctx, &dev);
+	check(!ret && ibodp_context(dev) == ctx && !strcmp(ibodp_name(dev), name),
+	      "ibodp_wrap() of the application's context: %s", ret ? ibodp_errmsg() : "ok");
+	if (ret) {
+		ibv_close_device(ctx);
+		return;
+	}
+	p = map(size);
+	pd = ibv_alloc_pd(ctx);
+	ret = pd && p ? ibodp_reg_mr(dev, pd, p, size, ACCESS, IBODP_EXPLICIT, IBODP_FAIL, &mr) :
+			-ENOMEM;
+	if (!ret)
+		ret = ibodp_prefetch(mr, p, size, IBODP_PREFETCH_WRITE | IBODP_PREFETCH_SYNC, NULL);
+	check(!ret, "an ODP MR of the application's PD, prefetched: %s",
+	      ret ? ibodp_errmsg() : "ok");
+	ibodp_dereg_mr(mr);
+	/* One rule: a PD of the same device from another context is accepted too. */
+	mr = NULL;
+	ret = p ? ibodp_reg_mr(lib_dev, pd, p, size, ACCESS, IBODP_EXPLICIT, IBODP_FAIL, &mr) :
+		  -ENOMEM;
+	check(!ret, "the library's own device accepts the application's PD: %s",
+	      ret ? ibodp_errmsg() : "ok");
+	ibodp_dereg_mr(mr);
+	ibodp_close(dev);
+	check(ibv_query_device(ctx, &attr) == 0 && pd && ibv_dealloc_pd(pd) == 0,
+	      "after ibodp_close() the application's context is still open and usable");
+	check(ibv_close_device(ctx) == 0, "and its owner closes it");
+	if (p)
+		munmap(p, size);
 }
 
 /*
@@ -416,6 +475,7 @@ int main(int argc, char **argv)
 	test_advise_many_sges(dev, &lb);
 	test_threads(&lb, name);
 	test_fallback(name);
+	test_wrap(name, dev);
 	vt_loopback_destroy(&lb);
 	ibodp_close(dev);
 	return checks_done();

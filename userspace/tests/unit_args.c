@@ -91,7 +91,8 @@ static void test_prefetch_args(void)
 /* A PD of the device's own context, none of it dereferenced past the device check. */
 static void test_advise_wrap(void)
 {
-	struct ibv_context ctx = { .device = (struct ibv_device *)0x3000 };
+	static struct ibv_device device = { .name = "fake0" }, other = { .name = "fake1" };
+	struct ibv_context ctx = { .device = &device };
 	struct ibodp_dev dev = { .ctx = &ctx };
 	struct ibv_pd pd = { .context = &ctx };
 	struct ibv_sge sge[2] = {
@@ -99,8 +100,18 @@ static void test_advise_wrap(void)
 		{ .addr = UINT64_MAX - 99, .length = 4096 },
 	};
 
+	struct ibv_context other_ctx = { .device = &other };
+	struct ibv_pd other_pd = { .context = &other_ctx };
+	struct ibodp_mr *mr;
+	char buf[64];
+
 	expect(ibodp_advise_mr(&dev, &pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, sge, 2, NULL), EINVAL,
 	       "SGE 1", "advise on an SGE that wraps around the address space");
+	/* One rule for PDs: of the device, from any context; another device's is refused. */
+	expect(ibodp_reg_mr(&dev, &other_pd, buf, sizeof(buf), 0, IBODP_PINNED, IBODP_FAIL, &mr),
+	       EINVAL, "another device", "reg with a PD of another device");
+	expect(ibodp_advise_mr(&dev, &other_pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, sge, 1, NULL),
+	       EINVAL, "another device", "advise with a PD of another device");
 }
 
 /* A failure whose errno was 0 is still a failure. */
@@ -118,6 +129,12 @@ static void test_open(void)
 	int ret;
 
 	expect(ibodp_open(NULL, NULL), EINVAL, "devp is NULL", "open without a place");
+	expect(ibodp_wrap((struct ibv_context *)0x4000, NULL), EINVAL, "devp is NULL",
+	       "wrap without a place");
+	ret = ibodp_wrap(NULL, &dev);
+	check(ret == -EINVAL && dev == NULL && strstr(ibodp_errmsg(), "ctx is NULL"),
+	      "wrap of no context: EINVAL, *dev NULL (\"%s\")", ibodp_errmsg());
+	dev = (struct ibodp_dev *)1;
 	ret = ibodp_open("no-such-device0", &dev);
 	check(ret == -ENODEV && dev == NULL && strstr(ibodp_errmsg(), "no-such-device0"),
 	      "open of a device that is not there: ENODEV (\"%s\")", ibodp_errmsg());
