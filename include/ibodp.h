@@ -48,6 +48,19 @@ struct ibodp_dev;
  * had no ODP, to try an application's fallback path.
  */
 int ibodp_open(const char *name, struct ibodp_dev **dev);
+
+/* ibodp_open_ex() flags. */
+enum ibodp_open_flags {
+	/*
+	 * With @name NULL: the first device with ODP if there is one, else the first
+	 * device at all (ibodp_errmsg() then says so), for applications whose policy is
+	 * ODP where possible and pinned MRs elsewhere (IBODP_FALLBACK_PINNED).
+	 */
+	IBODP_OPEN_ANY		= 1 << 0,
+};
+
+/* ibodp_open() with @flags (enum ibodp_open_flags). Since 1.1. */
+int ibodp_open_ex(const char *name, unsigned int flags, struct ibodp_dev **dev);
 /*
  * The same on a context the application opened itself (an rdma_cm id's
  * cm_id->verbs, say): ibodp_close() then frees the library's part and leaves the

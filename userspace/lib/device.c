@@ -77,8 +77,9 @@ int ibodp_wrap(struct ibv_context *ctx, struct ibodp_dev **devp)
 	return 0;
 }
 
-int ibodp_open(const char *name, struct ibodp_dev **devp)
+int ibodp_open_ex(const char *name, unsigned int flags, struct ibodp_dev **devp)
 {
+	struct ibodp_dev *any = NULL;	/* IBODP_OPEN_ANY: the first device without ODP */
 	char names[256] = "";
 	struct ibv_device **list;
 	struct ibodp_dev *dev = NULL;
@@ -88,6 +89,8 @@ int ibodp_open(const char *name, struct ibodp_dev **devp)
 	if (!devp)
 		return ibodp_fail(EINVAL, "ibodp_open: no place for the device (devp is NULL)");
 	*devp = NULL;
+	if (flags & ~IBODP_OPEN_ANY)
+		return ibodp_fail(EINVAL, "ibodp_open_ex: unknown flags %#x", flags);
 	list = ibv_get_device_list(&n);
 	if (!list && errno == ENOSYS)
 		return ibodp_fail(ENODEV, "no RDMA device%s%s: this kernel has no RDMA support loaded (modprobe ib_uverbs and a driver such as rdma_rxe)",
@@ -108,7 +111,10 @@ int ibodp_open(const char *name, struct ibodp_dev **devp)
 			continue;	/* the first ODP device: try the next */
 		}
 		if (!name && !has_odp(dev)) {
-			ibodp_close(dev);
+			if ((flags & IBODP_OPEN_ANY) && !any)
+				any = dev;
+			else
+				ibodp_close(dev);
 			dev = NULL;
 		}
 	}
@@ -118,7 +124,14 @@ int ibodp_open(const char *name, struct ibodp_dev **devp)
 	ibv_free_device_list(list);
 
 	if (dev) {
+		ibodp_close(any);
 		*devp = dev;
+		return 0;
+	}
+	if (any) {
+		*devp = any;
+		ibodp_note("no RDMA device supports On-Demand Paging (there are: %s%s): opened %s without it",
+			   names, env_no_odp() ? "; IBODP_NO_ODP is set" : "", ibodp_name(any));
 		return 0;
 	}
 	if (err)
@@ -129,6 +142,11 @@ int ibodp_open(const char *name, struct ibodp_dev **devp)
 		return ibodp_fail(ENODEV, "no RDMA device called %s (there are: %s)", name, names);
 	return ibodp_fail(ENODEV, "no RDMA device supports On-Demand Paging (there are: %s%s)",
 			  names, env_no_odp() ? "; IBODP_NO_ODP is set" : "");
+}
+
+int ibodp_open(const char *name, struct ibodp_dev **devp)
+{
+	return ibodp_open_ex(name, 0, devp);
 }
 
 void ibodp_close(struct ibodp_dev *dev)

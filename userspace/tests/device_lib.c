@@ -313,6 +313,12 @@ static void test_fallback(const char *name)
 	ret = ibodp_open(NULL, &dev);
 	check(ret == -ENODEV && strstr(ibodp_errmsg(), "IBODP_NO_ODP is set"),
 	      "no ODP anywhere: opening the first ODP device fails (\"%s\")", ibodp_errmsg());
+	ret = ibodp_open_ex(NULL, IBODP_OPEN_ANY, &dev);
+	check(!ret && !strcmp(ibodp_name(dev), name) && strstr(ibodp_errmsg(), "without it"),
+	      "no ODP anywhere, IBODP_OPEN_ANY: the first device all the same (\"%s\")",
+	      ibodp_errmsg());
+	if (!ret)
+		ibodp_close(dev);
 	if (ibodp_open(name, &dev)) {
 		check(false, "open %s by name: %s", name, ibodp_errmsg());
 		return;
@@ -343,6 +349,13 @@ static void test_fallback(const char *name)
 	vt_loopback_destroy(lb);
 	ibodp_close(dev);
 	unsetenv("IBODP_NO_ODP");
+	ret = ibodp_open_ex(NULL, IBODP_OPEN_ANY, &dev);
+	if (!ret)
+		ibodp_query_caps(dev, &caps);
+	check(!ret && caps.explicit_odp, "IBODP_OPEN_ANY with ODP there: the ODP device (%s)",
+	      ret ? ibodp_errmsg() : ibodp_name(dev));
+	if (!ret)
+		ibodp_close(dev);
 	munmap(a, size);
 	munmap(b, size);
 }

@@ -129,6 +129,8 @@ static void test_open(void)
 	int ret;
 
 	expect(ibodp_open(NULL, NULL), EINVAL, "devp is NULL", "open without a place");
+	expect(ibodp_open_ex(NULL, 1u << 7, &dev), EINVAL, "unknown flags 0x80",
+	       "open with unknown flags");
 	expect(ibodp_wrap((struct ibv_context *)0x4000, NULL), EINVAL, "devp is NULL",
 	       "wrap without a place");
 	ret = ibodp_wrap(NULL, &dev);
