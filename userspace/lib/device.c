@@ -38,7 +38,7 @@ static struct ibodp_dev *dev_new(struct ibv_context *ctx, bool own_ctx)
 	dev->ctx = ctx;
 	dev->own_ctx = own_ctx;
 	dev->no_odp = env_no_odp();
-	dev->driver_once = (pthread_once_t)PTHREAD_ONCE_INIT;
+	pthread_mutex_init(&dev->driver_lock, NULL);
 	dev->driver_id = -1;
 	return dev;
 }
@@ -156,6 +156,7 @@ void ibodp_close(struct ibodp_dev *dev)
 	/* A context the application gave (ibodp_wrap()) stays the application's. */
 	if (dev->own_ctx)
 		ibv_close_device(dev->ctx);
+	pthread_mutex_destroy(&dev->driver_lock);
 	free(dev);
 }
 

@@ -12,9 +12,12 @@ struct ibodp_dev {
 	bool own_ctx;			/* opened here: ibodp_close() closes it */
 	struct ibv_device_attr_ex attr;
 	bool no_odp;			/* IBODP_NO_ODP=1: pretend there is no ODP */
-	pthread_once_t driver_once;	/* the uAPI driver id, found on first need */
-	int driver_id;			/* -1: none found */
+	pthread_mutex_t driver_lock;	/* guards driver_id */
+	int driver_id;			/* the uverbs driver id; -1: not known yet */
 };
+
+/* The uverbs driver id of @ctx's device, from RDMA netlink; 0 or a positive errno. */
+int ibodp_uverbs_driver_id(struct ibv_context *ctx, uint32_t *id);
 
 /*
  * Record a failure for ibodp_errmsg(): the formatted text, then strerror(err) when

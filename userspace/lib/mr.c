@@ -111,9 +111,9 @@ int ibodp_dereg_mr(struct ibodp_mr *mr)
 }
 
 /*
- * A verbs ioctl is only accepted with the driver id of the device's uAPI, which
- * libibverbs keeps to itself. Find it once: a request with an advice no driver knows
- * fails in the driver (EOPNOTSUPP) with the right id, and before it with another.
+ * The kernel's ADVISE_MR method, through the verbs ioctl. It is only accepted with the
+ * driver id of the device's uAPI, which libibverbs keeps to itself: the kernel tells it
+ * through RDMA netlink (netlink.c).
  */
 static int advise_ioctl(int cmd_fd, uint32_t driver_id, uint32_t advice, uint32_t flags,
 			struct ibv_sge *sge, uint32_t num_sge, uint32_t pd)
@@ -147,26 +147,21 @@ static int advise_ioctl(int cmd_fd, uint32_t driver_id, uint32_t advice, uint32_
 	return ioctl(cmd_fd, RDMA_VERBS_IOCTL, &cmd) ? errno : 0;
 }
 
-/* Enough past the highest id rdma-core knows today for newer kernels. */
-#define DRIVER_IDS	64
-
-static struct ibodp_dev *probing;	/* the device of the running pthread_once */
-static pthread_mutex_t probe_lock = PTHREAD_MUTEX_INITIALIZER;
-
-static void find_driver_id(void)
+/* The device's uverbs driver id, asked of the kernel once it is known; else again. */
+static int driver_id(struct ibodp_dev *dev, uint32_t *id)
 {
-	struct ibodp_dev *dev = probing;
-	struct ibv_sge sge = { 0, 1, 0 };
-	struct ibv_pd *pd = ibv_alloc_pd(dev->ctx);
-	int id;
+	uint32_t found;
+	int err = 0;
 
-	if (!pd)
-		return;
-	for (id = 0; id < DRIVER_IDS && dev->driver_id < 0; id++)
-		if (advise_ioctl(dev->ctx->cmd_fd, id, 0xff, IB_UVERBS_ADVISE_MR_FLAG_FLUSH, &sge,
-				 1, pd->handle) == EOPNOTSUPP)
-			dev->driver_id = id;
-	ibv_dealloc_pd(pd);
+	pthread_mutex_lock(&dev->driver_lock);
+	if (dev->driver_id < 0) {
+		err = ibodp_uverbs_driver_id(dev->ctx, &found);
+		if (!err)
+			dev->driver_id = (int)found;
+	}
+	*id = (uint32_t)dev->driver_id;
+	pthread_mutex_unlock(&dev->driver_lock);
+	return err;
 }
 
 /* The most SGEs one ADVISE_MR request carries: its attribute length is 16 bits. */
@@ -177,21 +172,20 @@ static int advise_some(struct ibodp_dev *dev, struct ibv_pd *pd,
 		       enum ibv_advise_mr_advice advice, uint32_t flags, struct ibv_sge *sge,
 		       uint32_t num_sge, bool *direct)
 {
+	uint32_t id;
 	int ret;
 
 	ret = ibv_advise_mr(pd, advice, flags, sge, num_sge);
 	if (ret == EOPNOTSUPP) {
 		if (direct)
 			*direct = true;
-		/* pthread_once() takes no argument: one device probes at a time. */
-		pthread_mutex_lock(&probe_lock);
-		probing = dev;
-		pthread_once(&dev->driver_once, find_driver_id);
-		pthread_mutex_unlock(&probe_lock);
+		ret = driver_id(dev, &id);
+		if (ret)
+			return ibodp_fail(ret, "ADVISE_MR on %s: the provider has none, and RDMA netlink did not tell the kernel driver's uverbs id",
+					  ibodp_name(dev));
 		/* IBV_ADVISE_MR_FLAG_FLUSH is the kernel's IB_UVERBS_ADVISE_MR_FLAG_FLUSH. */
-		if (dev->driver_id >= 0)
-			ret = advise_ioctl(pd->context->cmd_fd, dev->driver_id, advice, flags, sge,
-					   num_sge, pd->handle);
+		ret = advise_ioctl(pd->context->cmd_fd, id, advice, flags, sge, num_sge,
+				   pd->handle);
 	}
 	if (ret == EOPNOTSUPP)
 		return ibodp_fail(ret, "ADVISE_MR on %s: neither the provider nor the kernel driver supports it",
