@@ -9,8 +9,21 @@ set -euo pipefail
 PATCHES=$ROOT/kernel/patches
 [ -d "$SRC/.git" ] || die "no kernel tree in $SRC: run scripts/kernel-source.sh first"
 cd "$SRC"
+[ ! -d .git/rebase-apply ] && [ ! -d .git/rebase-merge ] ||
+	die "a git am or rebase is in progress in $SRC: finish or abort it first"
 [ -z "$(git status --porcelain -uno)" ] ||
 	die "$SRC has uncommitted changes: commit them (git add -f for new files) first"
+[ "$(git symbolic-ref --short HEAD 2>/dev/null)" = series ] ||
+	die "$SRC is not on branch series: check it out first"
+# kernel/patches must still be what this tree was made from or last exported: else it
+# changed since (a pull, say) and the export would overwrite that.
+made_from=$(cat .git/applied-series 2>/dev/null || true)
+now="$(cat .git/base-version) $(cd "$ROOT" && content_hash $(sed "s|^|$PATCHES/|" "$PATCHES/series") "$PATCHES/series")"
+if [ "$made_from" != "$now" ]; then
+	[ "${FORCE:-}" = 1 ] ||
+		die "kernel/patches changed since $SRC was made from it: exporting would overwrite those changes. Run scripts/kernel-source.sh (it keeps your commits safe) or FORCE=1 to overwrite"
+	info "FORCE=1: exporting over kernel/patches although it changed since $SRC was made"
+fi
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
@@ -31,4 +44,5 @@ n=$(wc -l <"$PATCHES/series")
 # re-apply it from scratch.
 echo "$(cat .git/base-version) $(cd "$ROOT" && content_hash $(sed "s|^|$PATCHES/|" "$PATCHES/series") "$PATCHES/series")" \
 	>.git/applied-series
+git rev-parse HEAD >.git/applied-head
 info "exported $n patch(es) to kernel/patches/"

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # Unpack the Debian kernel source into $SRC, make it a git repository and apply
 # kernel/patches with `git am`. Skips all of it when neither the source package nor the
-# series changed since the last run.
+# series changed since the last run. Never resets or deletes a tree holding work that is
+# not in kernel/patches (commits, changes, untracked files) unless FORCE=1.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -30,6 +31,7 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
 fi
 
 if [ ! -f "$SRC/.git/base-version" ] || [ "$(cat "$SRC/.git/base-version")" != "$have" ]; then
+	guard_kernel_tree "$SRC" "deleting"
 	info "unpacking linux-source-6.12 $have into $SRC"
 	rm -rf "$SRC" "$SRC.tmp"
 	mkdir -p "$SRC.tmp"
@@ -53,10 +55,9 @@ if [ ! -f "$SRC/.git/base-version" ] || [ "$(cat "$SRC/.git/base-version")" != "
 	mv "$SRC.tmp" "$SRC"
 fi
 
+# kernel/patches changed (a pull, say): the tree is made again from its base.
+guard_kernel_tree "$SRC" "resetting"
 cd "$SRC"
-if [ -n "$(git status --porcelain -uno)" ]; then
-	die "$SRC has uncommitted changes; commit them and run scripts/kernel-export.sh, or discard them"
-fi
 git am --abort >/dev/null 2>&1 || true
 git checkout -q -B series base
 git reset -q --hard base
@@ -70,3 +71,4 @@ for p in "${series[@]}"; do
 	fi
 done
 echo "$want" >"$stamp"
+git rev-parse HEAD >.git/applied-head

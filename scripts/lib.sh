@@ -39,6 +39,50 @@ content_hash() {
 	done | sha256sum | cut -c1-16
 }
 
+# The kernel tree records what it holds: the series applied or exported last
+# ($SRC/.git/applied-series) and the commit that ended it ($SRC/.git/applied-head).
+# kernel_tree_unsaved DIR prints why resetting or deleting DIR would lose work, nothing
+# when it would not.
+kernel_tree_unsaved() {
+	local dir=$1 head applied base
+
+	[ -d "$dir/.git" ] || return 0
+	if [ -d "$dir/.git/rebase-apply" ] || [ -d "$dir/.git/rebase-merge" ]; then
+		echo "a git am or rebase is in progress there"
+		return
+	fi
+	if [ -n "$(git -C "$dir" status --porcelain 2>/dev/null)" ]; then
+		echo "it has uncommitted changes or untracked files"
+		return
+	fi
+	head=$(git -C "$dir" rev-parse -q --verify HEAD) || return 0
+	applied=$(cat "$dir/.git/applied-head" 2>/dev/null || true)
+	if [ -z "$applied" ]; then
+		# A tree from before the record: its commits are saved when kernel/patches
+		# holds as many patches as the tree has commits on its base.
+		base=$(git -C "$dir" rev-list --count base..HEAD 2>/dev/null || echo 0)
+		[ "$base" = "$(grep -cv '^[[:space:]]*\(#\|$\)' "$ROOT/kernel/patches/series")" ] ||
+			echo "it has $base commits on its base while kernel/patches has another number"
+		return
+	fi
+	[ "$head" = "$applied" ] ||
+		echo "it has commits not in kernel/patches (HEAD ${head:0:12}, last applied or exported ${applied:0:12})"
+}
+
+# Stop, in one line, before discarding the kernel tree DIR's work (WHAT: what would be
+# done to it), unless FORCE=1 asks for it.
+guard_kernel_tree() {
+	local dir=$1 what=$2 why
+
+	why=$(kernel_tree_unsaved "$dir")
+	[ -n "$why" ] || return 0
+	if [ "${FORCE:-}" = 1 ]; then
+		info "FORCE=1: $what $dir although $why"
+		return 0
+	fi
+	die "$what $dir would lose work: $why. Export it (make export-patches), commit or stash it, or run again with FORCE=1 to discard it"
+}
+
 # The profiles that exist: the built-in ones in this order, then any others.
 BUILTIN_PROFILES="iommu-strict iommu-lazy no-iommu swiotlb virtio-iommu debug"
 all_profiles() {
