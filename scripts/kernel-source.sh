@@ -51,6 +51,8 @@ if [ ! -f "$SRC/.git/base-version" ] || [ "$(cat "$SRC/.git/base-version")" != "
 			-m "Pristine, except that .gitignore loses its Debian packaging section."
 		git tag base
 		echo "$have" >.git/base-version
+		# Nothing applied yet: the tree holds no work of anyone's.
+		git rev-parse HEAD >.git/applied-head
 	)
 	mv "$SRC.tmp" "$SRC"
 fi

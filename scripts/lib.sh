@@ -58,10 +58,12 @@ kernel_tree_unsaved() {
 	head=$(git -C "$dir" rev-parse -q --verify HEAD) || return 0
 	applied=$(cat "$dir/.git/applied-head" 2>/dev/null || true)
 	if [ -z "$applied" ]; then
-		# A tree from before the record: its commits are saved when kernel/patches
-		# holds as many patches as the tree has commits on its base.
+		# No record: a tree just unpacked (nothing on its base) holds no work; one from
+		# before the record is saved when kernel/patches holds as many patches as the
+		# tree has commits on its base.
 		base=$(git -C "$dir" rev-list --count base..HEAD 2>/dev/null || echo 0)
-		[ "$base" = "$(grep -cv '^[[:space:]]*\(#\|$\)' "$ROOT/kernel/patches/series")" ] ||
+		[ "$base" = 0 ] ||
+			[ "$base" = "$(grep -cv '^[[:space:]]*\(#\|$\)' "$ROOT/kernel/patches/series")" ] ||
 			echo "it has $base commits on its base while kernel/patches has another number"
 		return
 	fi

@@ -82,6 +82,21 @@ class KernelTreeGuardTest(unittest.TestCase):
         self.assertNotEqual(rc, 0)
         self.assertIn('in progress', out)
 
+    def test_fresh_tree_without_record_is_safe(self):
+        # As kernel-source.sh leaves a tree it has just unpacked (before this record
+        # existed): nothing on its base, nothing to lose.
+        os.remove(os.path.join(self.tree, '.git', 'applied-head'))
+        self.assertEqual(guard(self.tree), (0, ''))
+
+    def test_unrecorded_commits_not_in_the_series_stop_it(self):
+        os.remove(os.path.join(self.tree, '.git', 'applied-head'))
+        with open(os.path.join(self.tree, 'Makefile'), 'a') as f:
+            f.write('my work\n')
+        git(self.tree, 'commit', '-q', '-am', 'work')
+        rc, out = guard(self.tree)
+        self.assertNotEqual(rc, 0)
+        self.assertIn('1 commits on its base', out)
+
     def test_force_goes_on_and_says_so(self):
         with open(os.path.join(self.tree, 'new.c'), 'w') as f:
             f.write('int x;\n')
