@@ -33,18 +33,20 @@ class KernelTreeGuardTest(unittest.TestCase):
         self.tmp = tempfile.TemporaryDirectory()
         self.tree = self.tmp.name
         git(self.tree, 'init', '-q', '-b', 'series')
-        with open(os.path.join(self.tree, 'Makefile'), 'w') as f:
-            f.write('pristine\n')
+        self.write('Makefile', 'pristine\n')
         git(self.tree, 'add', '-A')
         git(self.tree, 'commit', '-q', '-m', 'base')
         git(self.tree, 'tag', 'base')
         head = subprocess.run(['git', '-C', self.tree, 'rev-parse', 'HEAD'], check=True,
                               capture_output=True, text=True).stdout
-        with open(os.path.join(self.tree, '.git', 'applied-head'), 'w') as f:
-            f.write(head)
+        self.write(os.path.join('.git', 'applied-head'), head)
 
     def tearDown(self):
         self.tmp.cleanup()
+
+    def write(self, name, text, mode='w'):
+        with open(os.path.join(self.tree, name), mode) as f:
+            f.write(text)
 
     def test_tree_as_applied_is_safe(self):
         self.assertEqual(guard(self.tree), (0, ''))
@@ -53,8 +55,7 @@ class KernelTreeGuardTest(unittest.TestCase):
         self.assertEqual(guard(os.path.join(self.tree, 'absent'))[0], 0)
 
     def test_unexported_commit_stops_it(self):
-        with open(os.path.join(self.tree, 'Makefile'), 'a') as f:
-            f.write('my work\n')
+        self.write('Makefile', 'my work\n', 'a')
         git(self.tree, 'commit', '-q', '-am', 'work')
         rc, out = guard(self.tree)
         self.assertNotEqual(rc, 0)
@@ -63,15 +64,13 @@ class KernelTreeGuardTest(unittest.TestCase):
         self.assertEqual(len(out.splitlines()), 1)
 
     def test_uncommitted_change_stops_it(self):
-        with open(os.path.join(self.tree, 'Makefile'), 'a') as f:
-            f.write('not committed\n')
+        self.write('Makefile', 'not committed\n', 'a')
         rc, out = guard(self.tree)
         self.assertNotEqual(rc, 0)
         self.assertIn('uncommitted changes', out)
 
     def test_untracked_file_stops_it(self):
-        with open(os.path.join(self.tree, 'new.c'), 'w') as f:
-            f.write('int x;\n')
+        self.write('new.c', 'int x;\n')
         rc, out = guard(self.tree)
         self.assertNotEqual(rc, 0)
         self.assertIn('untracked', out)
@@ -90,16 +89,14 @@ class KernelTreeGuardTest(unittest.TestCase):
 
     def test_unrecorded_commits_not_in_the_series_stop_it(self):
         os.remove(os.path.join(self.tree, '.git', 'applied-head'))
-        with open(os.path.join(self.tree, 'Makefile'), 'a') as f:
-            f.write('my work\n')
+        self.write('Makefile', 'my work\n', 'a')
         git(self.tree, 'commit', '-q', '-am', 'work')
         rc, out = guard(self.tree)
         self.assertNotEqual(rc, 0)
         self.assertIn('1 commits on its base', out)
 
     def test_force_goes_on_and_says_so(self):
-        with open(os.path.join(self.tree, 'new.c'), 'w') as f:
-            f.write('int x;\n')
+        self.write('new.c', 'int x;\n')
         rc, out = guard(self.tree, force=True)
         self.assertEqual(rc, 0)
         self.assertIn('FORCE=1', out)

@@ -16,7 +16,6 @@
 #include "lib/tap.h"
 
 #include <errno.h>
-#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -39,11 +38,7 @@ static struct ibv_context *ctx;
 
 static long hw_counter(const char *name)
 {
-	char path[PATH_MAX];
-
-	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%u/hw_counters/%s",
-		 ibv_get_device_name(ctx->device), opt.port, name);
-	return vt_read_long(path);
+	return vt_hw_counter(ctx, opt.port, name);
 }
 
 /* With the hook armed: wait until it holds the fault and the requester retried. */
@@ -177,6 +172,7 @@ int main(int argc, char **argv)
 		ok = read_round(&lb, odp ? VT_ODP_ACCESS : VT_PINNED_ACCESS, dst.p, dst.mr,
 				0x5e000 + rounds, held);
 		rounds++;
+		vt_hw_counters_settle();
 		dup = hw_counter("duplicate_request") - dup_before;
 		retry = hw_counter("completer_retry_err") - retry_before;
 		if (!ok)

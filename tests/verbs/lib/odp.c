@@ -145,17 +145,28 @@ static const char *const counter_names[VT_ODP_NCOUNTERS] = {
 	"odp_invalidations", "odp_prefetch_requests", "odp_fault_errors",
 };
 
-bool vt_odp_counters(struct ibv_context *ctx, uint8_t port, long *v)
+long vt_hw_counter(struct ibv_context *ctx, uint8_t port, const char *name)
 {
 	char path[256];
-	unsigned int i;
 
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%u/hw_counters/%s",
+		 ibv_get_device_name(ctx->device), port, name);
+	return vt_read_long(path);
+}
+
+void vt_hw_counters_settle(void)
+{
 	/* The RDMA core serves hw_counters from a cache that lives 10 ms. */
 	usleep(20000);
+}
+
+bool vt_odp_counters(struct ibv_context *ctx, uint8_t port, long *v)
+{
+	unsigned int i;
+
+	vt_hw_counters_settle();
 	for (i = 0; i < VT_ODP_NCOUNTERS; i++) {
-		snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%u/hw_counters/%s",
-			 ibv_get_device_name(ctx->device), port, counter_names[i]);
-		v[i] = vt_read_long(path);
+		v[i] = vt_hw_counter(ctx, port, counter_names[i]);
 		if (v[i] < 0)
 			return false;
 	}

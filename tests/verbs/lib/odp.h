@@ -60,6 +60,10 @@ enum vt_odp_counter {
 	VT_ODP_NCOUNTERS
 };
 
+/* One hw_counters value of @port, or -1; maybe up to the counters' cache lifespan old. */
+long vt_hw_counter(struct ibv_context *ctx, uint8_t port, const char *name);
+/* Waits out the counters' cache, so that the next read sees everything counted so far. */
+void vt_hw_counters_settle(void);
 /* Read every ODP counter of the device's port; false when it has none. */
 bool vt_odp_counters(struct ibv_context *ctx, uint8_t port, long *v);
 /* The same, saying so when they cannot be read: for a check that needs them. */
