@@ -104,6 +104,12 @@ static bool read_round(struct vt_loopback *lb, int access, unsigned char *dst,
 {
 	struct ibv_mr *src_mr = NULL;
 	struct vt_thp_range r = { 0 };
+	/*
+	 * Held: the MR covers the whole huge page, more than the READ, so
+	 * that the responder's fault of the READ widens to the rest of the
+	 * huge page: the step the hook holds.
+	 */
+	size_t mr_size = held ? VT_THP_SIZE : READ_SIZE;
 	unsigned char *src;
 	bool ok = false;
 	long bad;
@@ -119,9 +125,9 @@ static bool read_round(struct vt_loopback *lb, int access, unsigned char *dst,
 	}
 	vt_fill(src, READ_SIZE, seed);
 	memset(dst, 0, READ_SIZE);
-	src_mr = ibv_reg_mr(lb->pd, src, READ_SIZE, access);
+	src_mr = ibv_reg_mr(lb->pd, src, mr_size, access);
 	if (!src_mr) {
-		tap_diag("ibv_reg_mr(%lu bytes): %s", READ_SIZE, strerror(errno));
+		tap_diag("ibv_reg_mr(%zu bytes): %s", mr_size, strerror(errno));
 	} else if (read_all(lb, src, src_mr, dst, dst_mr, held)) {
 		bad = vt_check(dst, READ_SIZE, seed);
 		if (bad >= 0)
