@@ -5,6 +5,7 @@
 #   make run  [PROFILE=name] [KERNEL=...]            boot, create soft-RoCE, run the workload
 #   make shell [PROFILE=name] [KERNEL=...]           the test guest with a shell
 #   make bench [PROFILE=a,b] [KERNEL=...]            benchmark tables (BENCH_SECONDS=n)
+#             [COMPARE=/path/bzImage [BOOTS=n]]     ... and ours against another kernel, booted in turn
 #   make kernel                                      build our kernel only
 #   make peer                                        build Debian's newest upstream kernel
 #                                                    (no patches, our config) for KERNEL=
@@ -19,12 +20,14 @@ PROFILE ?=
 KERNEL ?=
 SUITES ?=
 BENCH_SECONDS ?=
+COMPARE ?=
+BOOTS ?=
 FROM ?=
 ONLY ?=
 MUTANT_PROFILE ?=
 PREFIX ?= /usr/local
 DESTDIR ?=
-export PROFILE KERNEL SUITES BENCH_SECONDS FROM ONLY MUTANT_PROFILE
+export PROFILE KERNEL SUITES BENCH_SECONDS COMPARE BOOTS FROM ONLY MUTANT_PROFILE
 
 test:
 	@bash scripts/test.sh

@@ -2,14 +2,18 @@
 # SPDX-License-Identifier: GPL-2.0
 """Draw the plots of a `make bench` run with gnuplot, as PNG files.
 
-  bench-plots.py OUTDIR DIR...   DIR: one results folder per VM profile (build/bench/PROFILE)
+  bench-plots.py OUTDIR DIR... [--other NAME --pair PROFILE OURS THEIRS ...]
+      DIR: one results folder per VM profile (build/bench/PROFILE); each --pair names one
+      boot of ours and one of the other image (make bench COMPARE=)
 
 For each profile and each benchmark that wrote its CSV: the data (.dat), the gnuplot
 script (.gp) and the picture (.png) in OUTDIR, so a plot can be redrawn or restyled by
 hand. Prints the PNG files it wrote; exit status 1 when gnuplot failed.
 """
+import argparse
 import csv
 import os
+import statistics
 import subprocess
 import sys
 
@@ -77,9 +81,17 @@ plot DATA using 1:2 with linespoints lw 2 title "hmm_dma_map_pfn() per page", \\
 ''')
 
 
+def odp_lib_medians(rows):
+    """{(section, metric, memory, size): median of the repetitions} of 40-odp-lib.csv"""
+    reps = {}
+    for r in rows:
+        reps.setdefault((r['section'], r['metric'], r['memory'], int(r['size_bytes'])),
+                        []).append(float(r['value']))
+    return {k: statistics.median(vals) for k, vals in reps.items()}
+
+
 def odp_lib(outdir, profile, rows):
-    v = {(r['section'], r['metric'], r['memory'], int(r['size_bytes'])): float(r['value'])
-         for r in rows}
+    v = odp_lib_medians(rows)
     pngs = []
     sizes = sorted({s for (sec, _, _, s) in v if sec == 'registration'})
     data = '# size_KiB odp_us pinned_us\n' + ''.join(
@@ -141,12 +153,47 @@ plot DATA using 2:xtic(1) notitle
     return pngs
 
 
+def compare(outdir, profile, other, boots):
+    """First-touch pages per second of ODP, ours against the other image, per boot pair."""
+    ours = [odp_lib_medians(o) for o, _ in boots]
+    theirs = [odp_lib_medians(t) for _, t in boots]
+    keys = [k for k in ours[0] if k[0] == 'first_touch' and k[2] == 'odp']
+    data = '# operation ours theirs (medians over boots)\n' + ''.join(
+        f'"{k[1]}" {statistics.median([b[k] for b in ours if k in b])} '
+        f'{statistics.median([b[k] for b in theirs if k in b]) if any(k in b for b in theirs) else "NaN"}\n'
+        for k in keys)
+    if not keys:
+        return []
+    return [plot(outdir, f'odp-first-touch-compare-{profile}', data, f'''
+set title "ODP first touch, pages per second: ours against {os.path.basename(other)} ({profile})"
+set ylabel "pages per second"
+set style data histograms
+set style histogram clustered gap 1
+set yrange [0:*]
+set xtics rotate by -20
+plot DATA using 2:xtic(1) title "ours", DATA using 3 title "{os.path.basename(other)}"
+''')]
+
+
 def main():
-    if len(sys.argv) < 3:
-        sys.exit(__doc__)
-    outdir, dirs = sys.argv[1], sys.argv[2:]
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('outdir')
+    ap.add_argument('dirs', nargs='+')
+    ap.add_argument('--other', default='the other image')
+    ap.add_argument('--pair', nargs=3, action='append', default=[],
+                    metavar=('PROFILE', 'OURS', 'THEIRS'))
+    args = ap.parse_args()
+    outdir, dirs = args.outdir, args.dirs
     os.makedirs(outdir, exist_ok=True)
     pngs = []
+    by_profile = {}
+    for profile, ours, theirs in args.pair:
+        rows = [read_csv(os.path.join(d, '40-odp-lib.csv')) for d in (ours, theirs)]
+        if rows[0]:
+            by_profile.setdefault(profile, []).append(tuple(rows))
+    for profile, boots in by_profile.items():
+        pngs.extend(compare(outdir, profile, args.other, boots))
     for d in dirs:
         profile = os.path.basename(os.path.normpath(d))
         rows = read_csv(os.path.join(d, '10-dma-map.csv'))

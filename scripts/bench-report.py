@@ -2,15 +2,19 @@
 # SPDX-License-Identifier: GPL-2.0
 """Print the tables of a `make bench` run.
 
-  bench-report.py DIR...   one results folder per VM profile (build/bench/PROFILE)
+  bench-report.py DIR... [--other NAME --pair PROFILE OURS THEIRS ...]
+      DIR: one results folder per VM profile (build/bench/PROFILE); each --pair names one
+      boot of ours and one of the other image (make bench COMPARE=)
 
 Each guest benchmark writes a CSV file into its profile's folder; each section below
 turns one kind of CSV into a table with the ratios between the modes measured side by
 side in that run. A benchmark that wrote nothing is reported as missing (exit status 1).
 """
+import argparse
 import csv
 import os
 import re
+import statistics
 import sys
 
 
@@ -106,39 +110,116 @@ the IOMMU (rxe default); "virtual-dma": rxe.odp_virt_dma=1, pages used directly.
     print()
 
 
+def odp_lib_reps(csv_rows):
+    """{(section, metric, memory, size): ([value of each repetition], unit)} of 40-odp-lib.csv"""
+    v = {}
+    for r in csv_rows:
+        key = (r['section'], r['metric'], r['memory'], int(r['size_bytes']))
+        vals, _ = v.setdefault(key, ({}, r['unit']))
+        vals[int(r.get('rep') or 0)] = float(r['value'])
+    return {k: ([vals[i] for i in sorted(vals)], unit) for k, (vals, unit) in v.items()}
+
+
+def num(v):
+    """A number in a few characters: 48.5, 1234, 12.1k, 3.81M."""
+    if abs(v) >= 1e6:
+        return f'{v / 1e6:.3g}M'
+    if abs(v) >= 1e4:
+        return f'{v / 1e3:.3g}k'
+    return f'{v:.4g}' if abs(v) >= 1 else f'{v:.3g}'
+
+
+def spread(vals):
+    """'12.3 (11.9-13.0)': the median and the range of repetitions."""
+    return f'{num(statistics.median(vals))} ({num(min(vals))}-{num(max(vals))})'
+
+
+def ratio_spread(a, b):
+    """Median and range of a[i] / b[i], the repetitions taken side by side."""
+    r = [x / y for x, y in zip(a, b) if y]
+    if not r:
+        return 'n/a'
+    return f'{statistics.median(r):.2f}x ({min(r):.2f}-{max(r):.2f})'
+
+
 def odp_lib_section(runs):
     """runs: [(profile, rows of 40-odp-lib.csv)]"""
     rows = []
     for profile, csv_rows in runs:
-        v = {(r['section'], r['metric'], r['memory'], int(r['size_bytes'])):
-             (float(r['value']), r['unit']) for r in csv_rows}
-        for (section, metric, memory, size), (value, unit) in v.items():
+        v = odp_lib_reps(csv_rows)
+        for (section, metric, memory, size), (vals, unit) in v.items():
             if memory != 'odp':
                 continue
             pinned = v.get((section, metric, 'pinned', size))
-            rows.append((profile, f'{section} {metric}', size_text(size), f'{value:.1f} {unit}',
-                         f'{pinned[0]:.1f} {unit}' if pinned else None,
-                         ratio(value, pinned[0]) if pinned else None))
+            rows.append((profile, f'{section} {metric}', size_text(size), unit, spread(vals),
+                         spread(pinned[0]) if pinned else None,
+                         ratio_spread(vals, pinned[0]) if pinned else None))
     table('''
-libibodp odp-bench: ODP against pinned memory on rxe (RC loopback), side by side in one run.
+libibodp odp-bench: ODP against pinned memory on rxe (RC loopback), ODP and pinned taking
+turns in one run; each cell is the median of the repetitions with their range.
 registration: time to register (ODP maps nothing; pinned pins every page); first_touch:
-pages per second of the first transfer into (out of, for READ) memory the device never
-touched; steady: 1 MiB WRITE bandwidth and 64-byte WRITE latency; invalidate: a WRITE
+pages per second of the first transfer, in 1 MiB messages, into (out of, for READ)
+memory the device never touched; faults: ODP faults per MiB of it (one per MiB = one per
+message); steady: 1 MiB WRITE bandwidth and 64-byte WRITE latency; invalidate: a WRITE
 into present pages and an MADV_DONTNEED + WRITE cycle; prefetch: a first WRITE without
-and after a synchronous PREFETCH_WRITE. "ratio" = ODP / pinned.
-''', [('profile', '<14'), ('measurement', '<34'), ('size', '>8'), ('ODP', '>16'),
-      ('pinned', '>16'), ('ratio', '>10')], rows)
+and after a synchronous PREFETCH_WRITE. "ratio" = ODP / pinned, repetition by repetition.
+''', [('profile', '<14'), ('measurement', '<40'), ('size', '>6'), ('unit', '>9'),
+      ('ODP', '>26'), ('pinned', '>26'), ('ratio', '>24')], rows)
     for profile, csv_rows in runs:
-        v = {(r['section'], r['metric']): float(r['value']) for r in csv_rows}
-        w, dw = v.get(('invalidate', 'write')), v.get(('invalidate', 'dontneed_and_write'))
-        cold, pf, after = (v.get(('prefetch', m)) for m in
-                           ('write_cold', 'prefetch_write', 'write_after_prefetch'))
+        v = odp_lib_reps(csv_rows)
+        w, dw = v.get(('invalidate', 'write', 'odp', 1 << 20)), \
+            v.get(('invalidate', 'dontneed_and_write', 'odp', 1 << 20))
         if w and dw:
-            print(f'{profile}: invalidate + refault costs {ratio(dw, w)} a WRITE into present pages')
-        if cold and pf and after:
-            print(f'{profile}: a first WRITE after PREFETCH_WRITE takes {ratio(after, cold)} the '
-                  f'time of one without; prefetch + WRITE {ratio(pf + after, cold)}')
+            print(f'{profile}: invalidate + refault costs {ratio_spread(dw[0], w[0])} a WRITE '
+                  'into present pages')
+        cold = [k for k in v if k[:2] == ('prefetch', 'write_cold')]
+        if cold:
+            size = cold[0][3]
+            after = v.get(('prefetch', 'write_after_prefetch', 'odp', size))
+            pf = v.get(('prefetch', 'prefetch_write', 'odp', size))
+            if after and pf:
+                both = [a + b for a, b in zip(after[0], pf[0])]
+                print(f'{profile}: a first WRITE after PREFETCH_WRITE takes '
+                      f'{ratio_spread(after[0], v[cold[0]][0])} the time of one without; '
+                      f'prefetch + WRITE {ratio_spread(both, v[cold[0]][0])}')
     print()
+
+
+def compare_section(pairs, other):
+    """pairs: [(profile, [(rows of ours, rows of theirs) per pair of boots])]: ours against
+    @other on the odp-bench rows both ran, as a speed ratio (above 1: ours is faster)."""
+    rows = []
+    for profile, boots in pairs:
+        ours = [odp_lib_reps(o) for o, _ in boots]
+        theirs = [odp_lib_reps(t) for _, t in boots]
+        for key in ours[0]:
+            section, metric, memory, size = key
+            unit = ours[0][key][1]
+            mine = [statistics.median(b[key][0]) for b in ours if key in b]
+            other_vals = [statistics.median(b[key][0]) for b in theirs if key in b]
+            label = f'{section} {metric} {memory}'
+            if not other_vals:
+                rows.append((profile, label, size_text(size), unit,
+                             spread(mine), 'not measured', None))
+                continue
+            faster = unit in ('us',) or section == 'faults'
+            r = ratio_spread(other_vals, mine) if faster else ratio_spread(mine, other_vals)
+            rows.append((profile, label, size_text(size), unit, spread(mine),
+                         spread(other_vals), r))
+        for key in theirs[0]:
+            if key not in ours[0]:
+                rows.append((profile, ' '.join(map(str, key[:3])), size_text(key[3]),
+                             theirs[0][key][1], 'not measured', spread(
+                                 [statistics.median(b[key][0]) for b in theirs if key in b]),
+                             None))
+    table(f'''
+Ours against {other}, odp-bench rows, booted in turn ({len(pairs[0][1])} boots of each per
+profile): each cell is the median over boots of each boot's median, with the range over
+boots; "ours/theirs" is a speed ratio per pair of boots (for times and fault counts the
+inverse), above 1 when ours is faster or faults less. A row one kernel did not measure
+says so (its odp-bench log says why).
+''', [('profile', '<14'), ('measurement', '<40'), ('size', '>6'), ('unit', '>9'),
+      ('ours', '>26'), ('theirs', '>26'), ('ours/theirs', '>24')], rows)
 
 
 def size_text(size):
@@ -157,13 +238,18 @@ SECTIONS = [
 
 
 def main():
-    dirs = sys.argv[1:]
-    if not dirs:
-        sys.exit(__doc__)
+    ap = argparse.ArgumentParser(description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument('dirs', nargs='+', help='one results folder per VM profile')
+    ap.add_argument('--other', help='the image compared with ours (its name for the table)')
+    ap.add_argument('--pair', nargs=3, action='append', default=[],
+                    metavar=('PROFILE', 'OURS', 'THEIRS'),
+                    help='results folders of one boot of ours and one of the other image')
+    args = ap.parse_args()
     missing = 0
     for name, section in SECTIONS:
         runs = []
-        for d in dirs:
+        for d in args.dirs:
             path = os.path.join(d, name)
             rows = read_csv(path) if os.path.exists(path) else []
             if not rows:
@@ -173,6 +259,19 @@ def main():
             runs.append((os.path.basename(os.path.normpath(d)), rows))
         if runs:
             section(runs)
+    if args.pair:
+        by_profile = {}
+        for profile, ours, theirs in args.pair:
+            rows = [read_csv(os.path.join(d, '40-odp-lib.csv'))
+                    if os.path.exists(os.path.join(d, '40-odp-lib.csv')) else []
+                    for d in (ours, theirs)]
+            if not rows[0]:
+                print(f'missing: {ours}/40-odp-lib.csv', file=sys.stderr)
+                missing += 1
+                continue
+            by_profile.setdefault(profile, []).append(tuple(rows))
+        if by_profile:
+            compare_section(list(by_profile.items()), args.other or 'the other image')
     return 1 if missing else 0
 
 

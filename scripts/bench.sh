@@ -7,6 +7,8 @@
 #   PROFILE=a,b          profiles (default: iommu-strict, iommu-lazy, virtio-iommu)
 #   KERNEL=/path/bzImage benchmark this image instead of building ours
 #   BENCH_SECONDS=n      seconds per measurement (default 3)
+#   COMPARE=/path/bzImage  also boot that image, in turn with ours (BOOTS=n pairs, default
+#                        2), and print ours against it on the odp-bench rows both can run
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -28,25 +30,56 @@ fi
 bash "$ROOT/scripts/build-bench.sh"
 bash "$ROOT/scripts/build-userspace.sh"
 
-bench=$BUILD/bench
-dirs=()
-for p in "${profiles[@]}"; do
-	out=$bench/$p
+other=
+if [ -n "${COMPARE:-}" ]; then
+	[ -f "$COMPARE" ] || die "COMPARE=$COMPARE does not exist"
+	other=$(realpath "$COMPARE")
+	boots=${BOOTS:-2}
+	[[ $boots =~ ^[1-9][0-9]?$ ]] || die "BOOTS=$boots: give a number of boots from 1 to 99"
+fi
+
+# One boot of @image on profile @1 into @3, running the guest benchmarks named like @4
+# (all when empty); @5: whether a failed run stops make bench (else it is reported).
+boot() {
+	local p=$1 img=$2 out=$3 only=$4 strict=$5 rc=0 start
 	rm -rf "$out"
 	mkdir -p "$out"
-	info "benchmarking on $p ($(profile_var "$p" DESCRIPTION ''))"
 	start=$(date +%s)
-	rc=0
-	BENCH_SECONDS=${BENCH_SECONDS:-3} \
-		bash "$ROOT/scripts/vm-run.sh" "$p" "$image" "$out" "$ROOT/scripts/guest/bench.sh" || rc=$?
+	SUITES=$only BENCH_SECONDS=${BENCH_SECONDS:-3} \
+		bash "$ROOT/scripts/vm-run.sh" "$p" "$img" "$out" "$ROOT/scripts/guest/bench.sh" || rc=$?
 	python3 "$ROOT/scripts/results.py" profile "$p" "$out" --qemu-rc "$rc" \
 		--seconds $(($(date +%s) - start)) >"$out/judgement.txt" || true
-	if ! python3 "$ROOT/scripts/results.py" total "$out" >/dev/null; then
-		grep -E 'FAIL' "$out/judgement.txt" >&2 || true
+	python3 "$ROOT/scripts/results.py" total "$out" >/dev/null && return 0
+	grep -E 'FAIL' "$out/judgement.txt" >&2 || true
+	[ "$strict" = 1 ] &&
 		die "the benchmark run on $p did not complete cleanly (console: $out/console.log)"
-	fi
-	dirs+=("$out")
+	warn "the benchmark run of $img on $p did not complete cleanly: its missing rows say so (console: $out/console.log)"
+}
+
+bench=$BUILD/bench
+dirs=()
+pairs=()
+for p in "${profiles[@]}"; do
+	info "benchmarking on $p ($(profile_var "$p" DESCRIPTION ''))"
+	boot "$p" "$image" "$bench/$p" "" 1
+	dirs+=("$bench/$p")
+	[ -n "$other" ] || continue
+	# Ours and the other image in turn, odp-bench only (the other benchmarks need our
+	# kernel's interfaces); ours' first boot is the full run above.
+	for i in $(seq 1 "$boots"); do
+		ours=$bench/$p
+		if [ "$i" -gt 1 ]; then
+			ours=$bench/compare/$p-ours-$i
+			info "benchmarking ours on $p again (boot $i of $boots)"
+			boot "$p" "$image" "$ours" 40-odp-lib 1
+		fi
+		info "benchmarking $other on $p (boot $i of $boots)"
+		boot "$p" "$other" "$bench/compare/$p-theirs-$i" 40-odp-lib 0
+		pairs+=(--pair "$p" "$ours" "$bench/compare/$p-theirs-$i")
+	done
 done
-python3 "$ROOT/scripts/bench-report.py" "${dirs[@]}" | tee "$bench/report.txt"
-python3 "$ROOT/scripts/bench-plots.py" "$bench/plots" "${dirs[@]}"
+python3 "$ROOT/scripts/bench-report.py" "${dirs[@]}" ${other:+--other "$other"} "${pairs[@]}" |
+	tee "$bench/report.txt"
+python3 "$ROOT/scripts/bench-plots.py" "$bench/plots" "${dirs[@]}" ${other:+--other "$other"} \
+	"${pairs[@]}"
 echo "make bench: report in $bench/report.txt, plots in $bench/plots/"

@@ -18,6 +18,10 @@ info() {
 	echo "==> $*"
 }
 
+warn() {
+	echo "warning: $*" >&2
+}
+
 # Print the last lines of a log after a failure, then the path of the full log.
 show_log_tail() {
 	local log=$1 lines=${2:-25}

@@ -152,3 +152,13 @@ release_hugepages() {
 	[ -w $f ] && echo 0 >$f
 	return 0
 }
+
+# Whether SUITES (vmt_suites) picks suite $1: every suite when it is unset.
+suite_wanted() {
+	local want
+	[ -n "${vmt_suites:-}" ] || return 0
+	for want in ${vmt_suites//,/ }; do
+		case $1 in *"$want"*) return 0 ;; esac
+	done
+	return 1
+}

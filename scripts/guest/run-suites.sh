@@ -6,16 +6,6 @@
 
 export RDMA_DEV OUT BUILD GUEST_ROOT
 
-# Whether SUITES (vmt_suites) picks suite $1: every suite when it is unset.
-suite_wanted() {
-	local want
-	[ -n "${vmt_suites:-}" ] || return 0
-	for want in ${vmt_suites//,/ }; do
-		case $1 in *"$want"*) return 0 ;; esac
-	done
-	return 1
-}
-
 {
 	echo "kernel=$(uname -r)"
 	[ -n "${vmt_suites:-}" ] && echo "suites=$vmt_suites"

@@ -204,10 +204,18 @@ void die_lib(const struct tool *tool, const char *what)
 void tool_buf_init(const struct tool *tool, struct tool_buf *b, struct ibodp_dev *dev,
 		   struct ibv_pd *pd, size_t size, enum ibodp_kind kind)
 {
+	tool_buf_init_advised(tool, b, dev, pd, size, kind, MADV_NORMAL);
+}
+
+void tool_buf_init_advised(const struct tool *tool, struct tool_buf *b, struct ibodp_dev *dev,
+			   struct ibv_pd *pd, size_t size, enum ibodp_kind kind, int advice)
+{
 	b->size = size;
 	b->p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	if (b->p == MAP_FAILED)
 		die(tool, "mmap of %zu bytes: %s", size, strerror(errno));
+	if (advice != MADV_NORMAL && madvise(b->p, size, advice))
+		die(tool, "madvise(%d) of %zu bytes: %s", advice, size, strerror(errno));
 	if (ibodp_reg_mr(dev, pd, b->p, size, TOOL_ACCESS, kind, IBODP_FAIL, &b->mr))
 		die_lib(tool, "registering a buffer");
 }

@@ -63,6 +63,9 @@ struct tool_buf {
 /* Map and register @size bytes as @kind (IBODP_FAIL policy); exits on failure. */
 void tool_buf_init(const struct tool *tool, struct tool_buf *b, struct ibodp_dev *dev,
 		   struct ibv_pd *pd, size_t size, enum ibodp_kind kind);
+/* The same with madvise(@advice) before the registration (MADV_NOHUGEPAGE, say). */
+void tool_buf_init_advised(const struct tool *tool, struct tool_buf *b, struct ibodp_dev *dev,
+			   struct ibv_pd *pd, size_t size, enum ibodp_kind kind, int advice);
 void tool_buf_fini(struct tool_buf *b);
 
 #endif

@@ -3,8 +3,9 @@
  * odp-bench: what On-Demand Paging costs and saves, against pinned memory, measured
  * side by side in one run on one device (RC loopback):
  *   registration  time to register an MR, by size (ODP: no pages; pinned: all of them)
- *   first_touch   pages per second of the first RDMA WRITE, READ and SEND into memory
- *                 the device has not touched (ODP: faults; pinned: pages already there)
+ *   first_touch   pages per second of the first RDMA WRITE, READ and SEND (1 MiB
+ *                 messages) into memory the device has not touched (ODP: faults;
+ *                 pinned: pages already there); faults: ODP faults per MiB of it
  *   steady        bandwidth of repeated 1 MiB RDMA WRITEs, latency of 64-byte ones
  *   invalidate    an MADV_DONTNEED + RDMA WRITE cycle against the WRITE alone
  *   prefetch      first WRITE after a synchronous PREFETCH_WRITE, against none
@@ -22,6 +23,7 @@
 
 static size_t max_size = 256UL << 20, touch_size = 4UL << 20;
 static double seconds = 1;
+static unsigned int reps = 5;
 static const char *csv_path, *json_path;
 static struct tool tool = {
 	.name = "odp-bench",
@@ -30,22 +32,34 @@ static struct tool tool = {
 	.options = (const struct tool_option[]){
 		{ "max-size", "BYTES", "largest MR of the registration sweep (default: 256M)",
 		  OPT_SIZE, &max_size },
-		{ "touch-size", "BYTES", "buffer of the first-touch and prefetch runs (default: 4M)",
-		  OPT_SIZE, &touch_size },
-		{ "seconds", "SECONDS", "time of each steady-state measurement (default: 1)",
-		  OPT_SECONDS, &seconds },
+		{ "touch-size", "BYTES", "buffer of the first-touch and prefetch runs, moved in 1 MiB\n"
+		  "messages (default: 4M)", OPT_SIZE, &touch_size },
+		{ "seconds", "SECONDS", "time of each steady-state measurement, all repetitions\n"
+		  "together (default: 1)", OPT_SECONDS, &seconds },
+		{ "reps", "N", "repetitions of every measurement, ODP and pinned taking turns\n"
+		  "(default: 5, at least 5)", OPT_COUNT, &reps },
 		{ "csv", "FILE", "also write the results as CSV", OPT_STRING, &csv_path },
 		{ "json", "FILE", "also write the results as JSON", OPT_STRING, &json_path },
 		{ 0 }
 	},
-	.details = "CSV columns: section,metric,memory,size_bytes,value,unit. Ratios compare ODP and\n"
-		   "pinned numbers of the same run; absolute numbers depend on the machine.\n",
+	.details = "Every measurement is repeated, ODP and pinned in turn, and reported as the median\n"
+		   "with the range of the repetitions; a ratio ODP / pinned is the median of the\n"
+		   "ratios of the repetitions, with their range. CSV columns:\n"
+		   "section,metric,memory,size_bytes,rep,value,unit (one row per repetition).\n"
+		   "Absolute numbers depend on the machine; only ratios of one run compare.\n"
+		   "A transfer that fails or moves wrong bytes leaves its measurement out (said\n"
+		   "on stderr); the others are still reported, and the exit status is then 1.\n",
 };
+
+#define MAX_REPS	64
+/* First-touch transfers are messages of this size, as applications move data. */
+#define MSG_SIZE	(1UL << 20)
 
 struct result {
 	const char *section, *metric, *memory, *unit;
 	size_t size;
-	double value;
+	unsigned int n;
+	double v[MAX_REPS];
 };
 
 static struct result results[128];
@@ -55,12 +69,36 @@ static struct ibv_pd *pd;
 static struct vt_loopback lb;
 static struct tool_buf warm;	/* pinned, touched: the other side of each transfer */
 static size_t page_size;
+static const enum ibodp_kind kinds[] = { IBODP_EXPLICIT, IBODP_PINNED };
+static unsigned int failures;
 
+static struct result *find(const char *section, const char *metric, const char *memory,
+			   size_t size)
+{
+	unsigned int i;
+
+	for (i = 0; i < nresults; i++)
+		if (!strcmp(results[i].section, section) && !strcmp(results[i].metric, metric) &&
+		    !strcmp(results[i].memory, memory) && results[i].size == size)
+			return &results[i];
+	return NULL;
+}
+
+/* One repetition's value of a measurement. */
 static void record(const char *section, const char *metric, const char *memory, size_t size,
 		   double value, const char *unit)
 {
-	if (nresults < sizeof(results) / sizeof(results[0]))
-		results[nresults++] = (struct result){ section, metric, memory, unit, size, value };
+	struct result *r = find(section, metric, memory, size);
+
+	if (!r) {
+		if (nresults == sizeof(results) / sizeof(results[0]))
+			die(&tool, "too many measurements (at most %zu)",
+			    sizeof(results) / sizeof(results[0]));
+		r = &results[nresults++];
+		*r = (struct result){ section, metric, memory, unit, size, 0, { 0 } };
+	}
+	if (r->n < MAX_REPS)
+		r->v[r->n++] = value;
 }
 
 static const char *mem_name(enum ibodp_kind kind)
@@ -75,22 +113,42 @@ static int cmp_double(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* Median, smallest and largest of @n values. */
+static double median(const double *v, unsigned int n, double *lo, double *hi)
+{
+	double s[MAX_REPS];
+
+	memcpy(s, v, n * sizeof(*v));
+	qsort(s, n, sizeof(s[0]), cmp_double);
+	*lo = s[0];
+	*hi = s[n - 1];
+	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+}
+
+/* The ratio a / b of each repetition (taken side by side), and their median. */
+static double ratio(const struct result *a, const struct result *b, double *lo, double *hi)
+{
+	double r[MAX_REPS];
+	unsigned int i, n = a->n < b->n ? a->n : b->n;
+
+	for (i = 0; i < n; i++)
+		r[i] = b->v[i] ? a->v[i] / b->v[i] : 0;
+	return median(r, n, lo, hi);
+}
+
 static void bench_registration(void)
 {
-	enum ibodp_kind kinds[] = { IBODP_EXPLICIT, IBODP_PINNED };
-	double t[20];
+	struct tool_buf b;
+	long long t0;
+	unsigned int k, rep;
 	size_t size;
-	unsigned int k, rep, reps;
 
 	for (size = 4096; size <= max_size; size *= 16) {
-		reps = size <= (1UL << 20) ? 20 : size <= (16UL << 20) ? 5 : 2;
-		for (k = 0; k < 2; k++) {
-			for (rep = 0; rep < reps; rep++) {
-				struct tool_buf b = { 0 };
-				long long t0;
-
+		for (rep = 0; rep < reps; rep++) {
+			for (k = 0; k < 2; k++) {
 				progress(&tool, "registration: %s %zu KiB, %u of %u", mem_name(kinds[k]),
 					 size >> 10, rep + 1, reps);
+				memset(&b, 0, sizeof(b));
 				b.size = size;
 				b.p = mmap(NULL, size, PROT_READ | PROT_WRITE,
 					   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
@@ -100,22 +158,30 @@ static void bench_registration(void)
 				if (ibodp_reg_mr(dev, pd, b.p, size, TOOL_ACCESS, kinds[k], IBODP_FAIL,
 						 &b.mr))
 					die_lib(&tool, "registration sweep");
-				t[rep] = (now_ns() - t0) / 1e3;
+				record("registration", "register", mem_name(kinds[k]), size,
+				       (now_ns() - t0) / 1e3, "us");
 				tool_buf_fini(&b);
 			}
-			qsort(t, reps, sizeof(t[0]), cmp_double);
-			record("registration", "register", mem_name(kinds[k]), size, t[reps / 2], "us");
 		}
 	}
 }
 
-/* One transfer of @len bytes checked against the fill @seed; exits on failure. */
+static const char *op_name(enum ibv_wr_opcode op)
+{
+	return op == IBV_WR_SEND ? "SEND" : op == IBV_WR_RDMA_WRITE ? "RDMA WRITE" : "RDMA READ";
+}
+
+/*
+ * One transfer of @len bytes checked against the fill @seed: its time in ns, or -1
+ * (said) when it failed or moved wrong bytes, as on a kernel whose ODP is broken.
+ */
 static long long timed_move(enum ibv_wr_opcode op, unsigned char *src, struct ibodp_mr *src_mr,
 			    unsigned char *dst, struct ibodp_mr *dst_mr, size_t len,
 			    unsigned int seed)
 {
 	enum ibv_wc_status status = IBV_WC_SUCCESS;
 	long long t0 = now_ns();
+	long bad;
 	int ret;
 
 	if (op == IBV_WR_SEND)
@@ -123,97 +189,219 @@ static long long timed_move(enum ibv_wr_opcode op, unsigned char *src, struct ib
 	else
 		ret = vt_rdma(&lb, op, src, src_mr->mr, dst, dst_mr->mr, len, &status);
 	t0 = now_ns() - t0;
-	if (ret || status != IBV_WC_SUCCESS)
-		die(&tool, "%s of %zu bytes: %s", op == IBV_WR_SEND ? "SEND" :
-		    op == IBV_WR_RDMA_WRITE ? "RDMA WRITE" : "RDMA READ", len,
-		    ret ? "failed" : ibv_wc_status_str(status));
-	if (vt_check(dst, len, seed) >= 0)
-		die(&tool, "the data of a %zu-byte transfer differs", len);
+	if (ret || status != IBV_WC_SUCCESS) {
+		fprintf(stderr, "%s: %s of %zu bytes: %s\n", tool.name, op_name(op), len,
+			ret ? "failed" : ibv_wc_status_str(status));
+		/* An error completion leaves the QPs in the error state: take new ones. */
+		vt_loopback_destroy(&lb);
+		if (vt_loopback_create_on(&lb, ibodp_context(dev), &tool.dev, pd))
+			die(&tool, "no connected QP pair on %s after a failed transfer",
+			    ibodp_name(dev));
+		return -1;
+	}
+	bad = vt_check(dst, len, seed);
+	if (bad >= 0) {
+		fprintf(stderr, "%s: %s of %zu bytes: byte %ld differs\n", tool.name, op_name(op),
+			len, bad);
+		return -1;
+	}
 	return t0;
 }
 
-/* The first transfer into (WRITE, SEND) or out of (READ) memory of @kind. */
+/* A measurement that could not be made: said, counted, and what it recorded forgotten. */
+static void not_measured(const char *section, const char *metric)
+{
+	unsigned int i, j;
+
+	failures++;
+	fprintf(stderr, "%s: %s%s%s not measured\n", tool.name, section, metric ? " " : "",
+		metric ? metric : "");
+	for (i = 0, j = 0; i < nresults; i++)
+		if (strcmp(results[i].section, section) ||
+		    (metric && strcmp(results[i].metric, metric)))
+			results[j++] = results[i];
+	nresults = j;
+}
+
+/* A fill seed for message @m of first-touch run @run. */
+static unsigned int msg_seed(unsigned int run, size_t m)
+{
+	return run * 1000 + (unsigned int)m;
+}
+
+/*
+ * The first transfer of touch_size bytes, in 1 MiB messages, into (WRITE, SEND) or out
+ * of (READ) memory the device has not touched; ns, every message's data checked.
+ */
+static long long first_touch(const struct vt_transfer *t, struct tool_buf *fresh,
+			     unsigned int run)
+{
+	size_t msg = touch_size < MSG_SIZE ? touch_size : MSG_SIZE, off, m;
+	unsigned char *src = t->op == IBV_WR_RDMA_READ ? fresh->p : warm.p;
+	unsigned char *dst = t->op == IBV_WR_RDMA_READ ? warm.p : fresh->p;
+	struct ibodp_mr *src_mr = t->op == IBV_WR_RDMA_READ ? fresh->mr : warm.mr;
+	struct ibodp_mr *dst_mr = t->op == IBV_WR_RDMA_READ ? warm.mr : fresh->mr;
+	long long ns = 0;
+
+	/* The CPU writes the source first (for READ, the memory under test). */
+	for (off = 0, m = 0; off < touch_size; off += msg, m++)
+		vt_fill(src + off, msg, msg_seed(run, m));
+	for (off = 0, m = 0; off < touch_size; off += msg, m++) {
+		long long one = timed_move(t->op, src + off, src_mr, dst + off, dst_mr, msg,
+					   msg_seed(run, m));
+
+		if (one < 0)
+			return -1;
+		ns += one;
+	}
+	return ns;
+}
+
+/*
+ * First touch on the memory as the system gives it (transparent huge pages where it
+ * allows them: a fault takes a huge page whole) and on base pages only (what each
+ * message costs in faults and links).
+ */
+static const struct page_mode {
+	const char *suffix;
+	int advice;
+} page_modes[] = {
+	{ "", MADV_NORMAL },
+	{ " 4K pages", MADV_NOHUGEPAGE },
+};
+
+#define NR_PAGE_MODES	(sizeof(page_modes) / sizeof(page_modes[0]))
+static char metric_names[VT_NTRANSFERS][NR_PAGE_MODES][48];
+
 static void bench_first_touch(void)
 {
-	enum ibodp_kind kinds[] = { IBODP_EXPLICIT, IBODP_PINNED };
-	unsigned int k, i, seed = 100;
+	struct ibodp_counters before, after, d;
+	unsigned int k, i, pm, rep, run = 100;
 	struct tool_buf fresh;
+	const char *metric;
+	bool counted;
 	long long ns;
 
 	for (i = 0; i < VT_NTRANSFERS; i++) {
 		const struct vt_transfer *t = &vt_transfers[i];
 
-		for (k = 0; k < 2; k++) {
-			progress(&tool, "first touch: %s, %s", t->name, mem_name(kinds[k]));
-			tool_buf_init(&tool, &fresh, dev, pd, touch_size, kinds[k]);
-			seed++;
-			if (t->op == IBV_WR_RDMA_READ) {
-				/* The device reads memory only the CPU has written. */
-				vt_fill(fresh.p, touch_size, seed);
-				ns = timed_move(t->op, fresh.p, fresh.mr, warm.p, warm.mr, touch_size,
-						seed);
-			} else {
-				vt_fill(warm.p, touch_size, seed);
-				ns = timed_move(t->op, warm.p, warm.mr, fresh.p, fresh.mr, touch_size,
-						seed);
+		for (pm = 0; pm < NR_PAGE_MODES; pm++) {
+			snprintf(metric_names[i][pm], sizeof(metric_names[i][pm]), "%s%s", t->name,
+				 page_modes[pm].suffix);
+			metric = metric_names[i][pm];
+			for (rep = 0; rep < reps; rep++) {
+				for (k = 0; k < 2; k++) {
+					progress(&tool, "first touch: %s, %s, %u of %u", metric,
+						 mem_name(kinds[k]), rep + 1, reps);
+					tool_buf_init_advised(&tool, &fresh, dev, pd, touch_size,
+							      kinds[k], page_modes[pm].advice);
+					counted = kinds[k] != IBODP_PINNED &&
+						  !ibodp_read_counters(dev, tool.dev.port, &before);
+					ns = first_touch(t, &fresh, run++);
+					if (ns < 0) {
+						tool_buf_fini(&fresh);
+						not_measured("first_touch", metric);
+						not_measured("faults", metric);
+						goto next;
+					}
+					record("first_touch", metric, mem_name(kinds[k]), touch_size,
+					       touch_size / page_size / (ns / 1e9), "pages/s");
+					/* The pinned side takes no fault: these are the ODP side's. */
+					if (counted &&
+					    !ibodp_read_counters(dev, tool.dev.port, &after)) {
+						ibodp_counters_delta(&before, &after, &d);
+						record("faults", metric, "odp", touch_size,
+						       d.page_faults /
+						       ((double)touch_size / MSG_SIZE), "per MiB");
+					}
+					tool_buf_fini(&fresh);
+				}
 			}
-			record("first_touch", t->name, mem_name(kinds[k]), touch_size,
-			       touch_size / page_size / (ns / 1e9), "pages/s");
-			tool_buf_fini(&fresh);
+next:
+			;
 		}
 	}
 }
 
 static void bench_steady(void)
 {
-	enum ibodp_kind kinds[] = { IBODP_EXPLICIT, IBODP_PINNED };
 	const size_t chunk = 1UL << 20, small = 64;
+	double each = seconds / reps;
+	struct tool_buf dst[2];
 	unsigned long long bytes, n;
-	struct tool_buf dst;
 	long long t0, spent;
-	unsigned int k;
+	unsigned int k, rep;
 
-	for (k = 0; k < 2; k++) {
-		tool_buf_init(&tool, &dst, dev, pd, chunk, kinds[k]);
-		vt_fill(warm.p, chunk, 7);
-		timed_move(IBV_WR_RDMA_WRITE, warm.p, warm.mr, dst.p, dst.mr, chunk, 7);
-		progress(&tool, "steady state: %s bandwidth", mem_name(kinds[k]));
-		for (bytes = 0, t0 = now_ns(); now_ns() - t0 < seconds * 1e9; bytes += chunk)
-			timed_move(IBV_WR_RDMA_WRITE, warm.p, warm.mr, dst.p, dst.mr, chunk, 7);
-		spent = now_ns() - t0;
-		record("steady", "write_bandwidth", mem_name(kinds[k]), chunk,
-		       bytes / (spent / 1e9) / 1e6, "MB/s");
-		progress(&tool, "steady state: %s latency", mem_name(kinds[k]));
-		for (n = 0, t0 = now_ns(); now_ns() - t0 < seconds * 1e9 / 2; n++)
-			timed_move(IBV_WR_RDMA_WRITE, warm.p, warm.mr, dst.p, dst.mr, small, 7);
-		spent = now_ns() - t0;
-		record("steady", "write_latency", mem_name(kinds[k]), small, spent / 1e3 / n, "us");
-		tool_buf_fini(&dst);
+	vt_fill(warm.p, chunk, 7);
+	for (k = 0; k < 2; k++)
+		tool_buf_init(&tool, &dst[k], dev, pd, chunk, kinds[k]);
+	for (k = 0; k < 2; k++)
+		if (timed_move(IBV_WR_RDMA_WRITE, warm.p, warm.mr, dst[k].p, dst[k].mr, chunk,
+			       7) < 0)
+			goto fail;
+	for (rep = 0; rep < reps; rep++) {
+		for (k = 0; k < 2; k++) {
+			progress(&tool, "steady state: %s, %u of %u", mem_name(kinds[k]), rep + 1,
+				 reps);
+			for (bytes = 0, t0 = now_ns(); now_ns() - t0 < each * 1e9; bytes += chunk)
+				if (timed_move(IBV_WR_RDMA_WRITE, warm.p, warm.mr, dst[k].p,
+					       dst[k].mr, chunk, 7) < 0)
+					goto fail;
+			spent = now_ns() - t0;
+			record("steady", "write_bandwidth", mem_name(kinds[k]), chunk,
+			       bytes / (spent / 1e9) / 1e6, "MB/s");
+			for (n = 0, t0 = now_ns(); now_ns() - t0 < each * 1e9 / 2; n++)
+				if (timed_move(IBV_WR_RDMA_WRITE, warm.p, warm.mr, dst[k].p,
+					       dst[k].mr, small, 7) < 0)
+					goto fail;
+			spent = now_ns() - t0;
+			record("steady", "write_latency", mem_name(kinds[k]), small,
+			       spent / 1e3 / n, "us");
+		}
 	}
+	goto out;
+fail:
+	not_measured("steady", NULL);
+out:
+	for (k = 0; k < 2; k++)
+		tool_buf_fini(&dst[k]);
 }
 
 /* MADV_DONTNEED + WRITE against WRITE alone, on 1 MiB of ODP memory. */
 static void bench_invalidate(void)
 {
 	const size_t chunk = 1UL << 20;
-	long long t0, plain = 0, cycle = 0;
-	unsigned int i, n = 10;
+	long long t0, plain, cycle, one;
+	unsigned int i, rep, n = 4;
 	struct tool_buf dst;
 
 	tool_buf_init(&tool, &dst, dev, pd, chunk, IBODP_EXPLICIT);
 	vt_fill(warm.p, chunk, 9);
-	timed_move(IBV_WR_RDMA_WRITE, warm.p, warm.mr, dst.p, dst.mr, chunk, 9);
-	for (i = 0; i < n; i++) {
-		progress(&tool, "invalidate + refault: %u of %u", i + 1, n);
-		plain += timed_move(IBV_WR_RDMA_WRITE, warm.p, warm.mr, dst.p, dst.mr, chunk, 9);
-		t0 = now_ns();
-		if (madvise(dst.p, chunk, MADV_DONTNEED))
-			die(&tool, "madvise: %s", strerror(errno));
-		timed_move(IBV_WR_RDMA_WRITE, warm.p, warm.mr, dst.p, dst.mr, chunk, 9);
-		cycle += now_ns() - t0;
+	if (timed_move(IBV_WR_RDMA_WRITE, warm.p, warm.mr, dst.p, dst.mr, chunk, 9) < 0)
+		goto fail;
+	for (rep = 0; rep < reps; rep++) {
+		progress(&tool, "invalidate + refault: %u of %u", rep + 1, reps);
+		for (i = 0, plain = cycle = 0; i < n; i++) {
+			one = timed_move(IBV_WR_RDMA_WRITE, warm.p, warm.mr, dst.p, dst.mr,
+					 chunk, 9);
+			if (one < 0)
+				goto fail;
+			plain += one;
+			t0 = now_ns();
+			if (madvise(dst.p, chunk, MADV_DONTNEED))
+				die(&tool, "madvise: %s", strerror(errno));
+			if (timed_move(IBV_WR_RDMA_WRITE, warm.p, warm.mr, dst.p, dst.mr, chunk,
+				       9) < 0)
+				goto fail;
+			cycle += now_ns() - t0;
+		}
+		record("invalidate", "write", "odp", chunk, plain / 1e3 / n, "us");
+		record("invalidate", "dontneed_and_write", "odp", chunk, cycle / 1e3 / n, "us");
 	}
-	record("invalidate", "write", "odp", chunk, plain / 1e3 / n, "us");
-	record("invalidate", "dontneed_and_write", "odp", chunk, cycle / 1e3 / n, "us");
+	tool_buf_fini(&dst);
+	return;
+fail:
+	not_measured("invalidate", NULL);
 	tool_buf_fini(&dst);
 }
 
@@ -222,40 +410,41 @@ static void bench_prefetch(void)
 {
 	long long t0, prefetch, write_after, write_cold;
 	struct tool_buf dst;
+	unsigned int rep;
 	bool direct;
 
-	progress(&tool, "prefetch");
 	vt_fill(warm.p, touch_size, 11);
-	tool_buf_init(&tool, &dst, dev, pd, touch_size, IBODP_EXPLICIT);
-	write_cold = timed_move(IBV_WR_RDMA_WRITE, warm.p, warm.mr, dst.p, dst.mr, touch_size, 11);
-	tool_buf_fini(&dst);
-
-	tool_buf_init(&tool, &dst, dev, pd, touch_size, IBODP_EXPLICIT);
-	t0 = now_ns();
-	if (ibodp_prefetch(dst.mr, dst.p, touch_size, IBODP_PREFETCH_WRITE | IBODP_PREFETCH_SYNC,
-			   &direct)) {
-		fprintf(stderr, "%s: no prefetch numbers: %s\n", tool.name, ibodp_errmsg());
+	for (rep = 0; rep < reps; rep++) {
+		progress(&tool, "prefetch: %u of %u", rep + 1, reps);
+		tool_buf_init(&tool, &dst, dev, pd, touch_size, IBODP_EXPLICIT);
+		write_cold = timed_move(IBV_WR_RDMA_WRITE, warm.p, warm.mr, dst.p, dst.mr,
+					touch_size, 11);
 		tool_buf_fini(&dst);
-		return;
+		if (write_cold < 0)
+			goto fail;
+
+		tool_buf_init(&tool, &dst, dev, pd, touch_size, IBODP_EXPLICIT);
+		t0 = now_ns();
+		if (ibodp_prefetch(dst.mr, dst.p, touch_size,
+				   IBODP_PREFETCH_WRITE | IBODP_PREFETCH_SYNC, &direct)) {
+			fprintf(stderr, "%s: PREFETCH_WRITE: %s\n", tool.name, ibodp_errmsg());
+			tool_buf_fini(&dst);
+			goto fail;
+		}
+		prefetch = now_ns() - t0;
+		write_after = timed_move(IBV_WR_RDMA_WRITE, warm.p, warm.mr, dst.p, dst.mr,
+					 touch_size, 11);
+		tool_buf_fini(&dst);
+		if (write_after < 0)
+			goto fail;
+		record("prefetch", "write_cold", "odp", touch_size, write_cold / 1e3, "us");
+		record("prefetch", "prefetch_write", "odp", touch_size, prefetch / 1e3, "us");
+		record("prefetch", "write_after_prefetch", "odp", touch_size, write_after / 1e3,
+		       "us");
 	}
-	prefetch = now_ns() - t0;
-	write_after = timed_move(IBV_WR_RDMA_WRITE, warm.p, warm.mr, dst.p, dst.mr, touch_size, 11);
-	tool_buf_fini(&dst);
-	record("prefetch", "write_cold", "odp", touch_size, write_cold / 1e3, "us");
-	record("prefetch", "prefetch_write", "odp", touch_size, prefetch / 1e3, "us");
-	record("prefetch", "write_after_prefetch", "odp", touch_size, write_after / 1e3, "us");
-}
-
-static const struct result *find(const char *section, const char *metric, const char *memory,
-				 size_t size)
-{
-	unsigned int i;
-
-	for (i = 0; i < nresults; i++)
-		if (!strcmp(results[i].section, section) && !strcmp(results[i].metric, metric) &&
-		    !strcmp(results[i].memory, memory) && results[i].size == size)
-			return &results[i];
-	return NULL;
+	return;
+fail:
+	not_measured("prefetch", NULL);
 }
 
 /* "64B", "4K", "16M": sizes as the table shows them. */
@@ -270,53 +459,90 @@ static const char *size_text(size_t size, char *buf, size_t len)
 	return buf;
 }
 
+/* A number in a few characters: 48.5, 1234, 12.1k, 3.81M. */
+static const char *num_text(double v, char *buf, size_t len)
+{
+	if (v >= 1e6 || v <= -1e6)
+		snprintf(buf, len, "%.3gM", v / 1e6);
+	else if (v >= 1e4 || v <= -1e4)
+		snprintf(buf, len, "%.3gk", v / 1e3);
+	else
+		snprintf(buf, len, "%.4g", v);
+	return buf;
+}
+
+/* "12.3 (11.9-13.0)": a median with the range of the repetitions. */
+static const char *spread_text(const struct result *r, char *buf, size_t len)
+{
+	double lo, hi, m = median(r->v, r->n, &lo, &hi);
+	char a[16], b[16], c[16];
+
+	snprintf(buf, len, "%s (%s-%s)", num_text(m, a, sizeof(a)), num_text(lo, b, sizeof(b)),
+		 num_text(hi, c, sizeof(c)));
+	return buf;
+}
+
+/* The sentence comparing two ODP measurements of one run, repetition by repetition. */
+static void say_ratio(const char *what, const struct result *a, const struct result *b)
+{
+	double lo, hi, m;
+
+	if (!a || !b || !a->n || !b->n)
+		return;
+	m = ratio(a, b, &lo, &hi);
+	printf("%s %.2fx (%.2f-%.2f)\n", what, m, lo, hi);
+}
+
 static void print_table(const char *device, const char *dma)
 {
 	const struct result *o, *p;
-	char size[24];
+	char size[24], a[48], b[48];
+	double lo, hi, m;
 	unsigned int i;
 
-	printf("odp-bench on %s (%s); ratio = ODP / pinned\n\n", device, dma);
-	printf("%-13s %-21s %6s %19s %19s %7s\n", "section", "metric", "size", "ODP", "pinned",
-	       "ratio");
+	printf("odp-bench on %s (%s), %u repetitions, ODP and pinned in turn: medians with the\n"
+	       "range of the repetitions; ratio = ODP / pinned, per repetition\n\n", device, dma,
+	       reps);
+	printf("%-13s %-24s %6s %-8s %25s %25s %19s\n", "section", "metric", "size", "unit", "ODP",
+	       "pinned", "ratio");
 	for (i = 0; i < nresults; i++) {
 		o = &results[i];
 		if (strcmp(o->memory, "odp"))
 			continue;
 		p = find(o->section, o->metric, "pinned", o->size);
-		printf("%-13s %-21s %6s %11.1f %-7s ", o->section, o->metric,
-		       size_text(o->size, size, sizeof(size)), o->value, o->unit);
-		if (p)
-			printf("%11.1f %-7s %6.2fx\n", p->value, p->unit,
-			       p->value ? o->value / p->value : 0);
-		else
-			printf("%19s %7s\n", "-", "-");
+		printf("%-13s %-24s %6s %-8s %25s ", o->section, o->metric,
+		       size_text(o->size, size, sizeof(size)), o->unit,
+		       spread_text(o, a, sizeof(a)));
+		if (p) {
+			m = ratio(o, p, &lo, &hi);
+			snprintf(b, sizeof(b), "%.2fx (%.2f-%.2f)", m, lo, hi);
+			printf("%25s %19s\n", spread_text(p, a, sizeof(a)), b);
+		} else {
+			printf("%25s %19s\n", "-", "-");
+		}
 	}
-	o = find("invalidate", "dontneed_and_write", "odp", 1UL << 20);
-	p = find("invalidate", "write", "odp", 1UL << 20);
-	if (o && p)
-		printf("\ninvalidate + refault of 1 MiB costs %.2fx a WRITE into present pages\n",
-		       o->value / p->value);
-	o = find("prefetch", "write_after_prefetch", "odp", touch_size);
-	p = find("prefetch", "write_cold", "odp", touch_size);
-	if (o && p)
-		printf("a first WRITE after PREFETCH_WRITE takes %.2fx the time of one without; prefetch + WRITE %.2fx\n",
-		       o->value / p->value,
-		       (o->value + find("prefetch", "prefetch_write", "odp", touch_size)->value) /
-		       p->value);
+	printf("\n");
+	say_ratio("invalidate + refault of 1 MiB costs, against a WRITE into present pages,",
+		  find("invalidate", "dontneed_and_write", "odp", 1UL << 20),
+		  find("invalidate", "write", "odp", 1UL << 20));
+	say_ratio("a first WRITE after PREFETCH_WRITE takes, against one without,",
+		  find("prefetch", "write_after_prefetch", "odp", touch_size),
+		  find("prefetch", "write_cold", "odp", touch_size));
 }
 
 static void write_csv(void)
 {
 	FILE *f = fopen(csv_path, "w");
-	unsigned int i;
+	unsigned int i, j;
 
 	if (!f)
 		die(&tool, "--csv %s: %s", csv_path, strerror(errno));
-	fprintf(f, "section,metric,memory,size_bytes,value,unit\n");
+	fprintf(f, "section,metric,memory,size_bytes,rep,value,unit\n");
 	for (i = 0; i < nresults; i++)
-		fprintf(f, "%s,%s,%s,%zu,%.3f,%s\n", results[i].section, results[i].metric,
-			results[i].memory, results[i].size, results[i].value, results[i].unit);
+		for (j = 0; j < results[i].n; j++)
+			fprintf(f, "%s,%s,%s,%zu,%u,%.3f,%s\n", results[i].section,
+				results[i].metric, results[i].memory, results[i].size, j,
+				results[i].v[j], results[i].unit);
 	if (fclose(f))
 		die(&tool, "--csv %s: %s", csv_path, strerror(errno));
 }
@@ -324,16 +550,20 @@ static void write_csv(void)
 static void write_json(const char *device, const char *dma)
 {
 	FILE *f = fopen(json_path, "w");
-	unsigned int i;
+	unsigned int i, j;
 
 	if (!f)
 		die(&tool, "--json %s: %s", json_path, strerror(errno));
 	fprintf(f, "{\n  \"device\": \"%s\",\n  \"dma\": \"%s\",\n  \"results\": [\n", device, dma);
-	for (i = 0; i < nresults; i++)
+	for (i = 0; i < nresults; i++) {
 		fprintf(f, "    {\"section\": \"%s\", \"metric\": \"%s\", \"memory\": \"%s\", "
-			"\"size_bytes\": %zu, \"value\": %.3f, \"unit\": \"%s\"}%s\n",
+			"\"size_bytes\": %zu, \"unit\": \"%s\", \"values\": [",
 			results[i].section, results[i].metric, results[i].memory, results[i].size,
-			results[i].value, results[i].unit, i + 1 < nresults ? "," : "");
+			results[i].unit);
+		for (j = 0; j < results[i].n; j++)
+			fprintf(f, "%s%.3f", j ? ", " : "", results[i].v[j]);
+		fprintf(f, "]}%s\n", i + 1 < nresults ? "," : "");
+	}
 	fprintf(f, "  ]\n}\n");
 	if (fclose(f))
 		die(&tool, "--json %s: %s", json_path, strerror(errno));
@@ -348,6 +578,11 @@ int main(int argc, char **argv)
 	page_size = sysconf(_SC_PAGESIZE);
 	if (max_size < 4096 || touch_size < page_size || touch_size > (1UL << 30))
 		die(&tool, "--max-size must be at least 4K, --touch-size from a page to 1G");
+	if (touch_size > MSG_SIZE && touch_size % MSG_SIZE)
+		die(&tool, "--touch-size above 1M must be a multiple of 1M (it moves in 1 MiB messages)");
+	if (reps < 5 || reps > MAX_REPS)
+		die(&tool, "--reps must be from 5 to %d: fewer decide nothing on a noisy machine",
+		    MAX_REPS);
 	if (ibodp_open(tool.dev.dev, &dev))
 		die_lib(&tool, "opening the device");
 	ibodp_query_caps(dev, &caps);
@@ -378,5 +613,8 @@ int main(int argc, char **argv)
 	vt_loopback_destroy(&lb);
 	ibv_dealloc_pd(pd);
 	ibodp_close(dev);
-	return 0;
+	if (failures)
+		fprintf(stderr, "%s: %u measurements could not be made (said above)\n", tool.name,
+			failures);
+	return failures ? 1 : 0;
 }
