@@ -185,13 +185,33 @@ and after a synchronous PREFETCH_WRITE. "ratio" = ODP / pinned, repetition by re
     print()
 
 
+def not_measured(log):
+    """{(section, metric or None): why} from an odp-bench log: each "SECTION [METRIC] not
+    measured" line with the failure said just before it ("byte 1024 differs")."""
+    why, reasons = 'see its log', {}
+    if not os.path.exists(log):
+        return reasons
+    with open(log, errors='replace') as f:
+        for line in f:
+            m = re.match(r'odp-bench: (\S+)(?: (.+))? not measured$', line.strip())
+            if m:
+                reasons[(m.group(1), m.group(2))] = why
+            elif line.startswith('odp-bench: ') and ': ' in line[11:]:
+                why = line.strip().rsplit(': ', 1)[1]
+    return reasons
+
+
 def compare_section(pairs, other):
-    """pairs: [(profile, [(rows of ours, rows of theirs) per pair of boots])]: ours against
-    @other on the odp-bench rows both ran, as a speed ratio (above 1: ours is faster)."""
+    """pairs: [(profile, [(rows of ours, rows of theirs, reasons) per pair of boots])]: ours
+    against @other on the odp-bench rows both ran, as a speed ratio (above 1: ours is
+    faster); reasons (not_measured()) say why the other left a row out."""
     rows = []
     for profile, boots in pairs:
-        ours = [odp_lib_reps(o) for o, _ in boots]
-        theirs = [odp_lib_reps(t) for _, t in boots]
+        ours = [odp_lib_reps(o) for o, _, _ in boots]
+        theirs = [odp_lib_reps(t) for _, t, _ in boots]
+        reasons = {}
+        for _, _, r in boots:
+            reasons.update(r)
         for key in ours[0]:
             section, metric, memory, size = key
             unit = ours[0][key][1]
@@ -199,8 +219,9 @@ def compare_section(pairs, other):
             other_vals = [statistics.median(b[key][0]) for b in theirs if key in b]
             label = f'{section} {metric} {memory}'
             if not other_vals:
+                why = reasons.get((section, metric), reasons.get((section, None), 'see its log'))
                 rows.append((profile, label, size_text(size), unit,
-                             spread(mine), 'not measured', None))
+                             spread(mine), f'not measured: {why}', None))
                 continue
             faster = unit in ('us',) or section == 'faults'
             r = ratio_spread(other_vals, mine) if faster else ratio_spread(mine, other_vals)
@@ -219,7 +240,7 @@ boots; "ours/theirs" is a speed ratio per pair of boots (for times and fault cou
 inverse), above 1 when ours is faster or faults less. A row one kernel did not measure
 says so (its odp-bench log says why).
 ''', [('profile', '<14'), ('measurement', '<40'), ('size', '>6'), ('unit', '>9'),
-      ('ours', '>26'), ('theirs', '>26'), ('ours/theirs', '>24')], rows)
+      ('ours', '>26'), ('theirs', '>32'), ('ours/theirs', '>24')], rows)
 
 
 def size_text(size):
@@ -269,7 +290,8 @@ def main():
                 print(f'missing: {ours}/40-odp-lib.csv', file=sys.stderr)
                 missing += 1
                 continue
-            by_profile.setdefault(profile, []).append(tuple(rows))
+            by_profile.setdefault(profile, []).append(
+                (rows[0], rows[1], not_measured(os.path.join(theirs, '40-odp-lib.log'))))
         if by_profile:
             compare_section(list(by_profile.items()), args.other or 'the other image')
     return 1 if missing else 0
