@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# Build bzImage for one kernel variant: `normal` (tinyconfig + base.config) or `debug`
-# (+ debug.config), out of tree in $KOBJ/VARIANT, with ccache. Prints the image path.
+# Build bzImage for one kernel variant: `normal` (tinyconfig + base.config), `debug`
+# (+ debug.config) or `distro` (+ distro-mm.config), out of tree in $KOBJ/VARIANT, with
+# ccache. Prints the image path.
 # `peer` builds the upstream source of scripts/peer.sh with base.config: options that
 # kernel does not have (our patches' own) are listed, not an error.
 set -euo pipefail
@@ -12,12 +13,13 @@ source_stamp=$SRC/.git/applied-series
 case "$variant" in
 normal) fragments=("$ROOT/kernel/config/base.config") ;;
 debug) fragments=("$ROOT/kernel/config/base.config" "$ROOT/kernel/config/debug.config") ;;
+distro) fragments=("$ROOT/kernel/config/base.config" "$ROOT/kernel/config/distro-mm.config") ;;
 peer)
 	fragments=("$ROOT/kernel/config/base.config")
 	SRC=$BUILD/peer/linux
 	source_stamp=$SRC/.peer-version
 	;;
-*) die "unknown kernel variant '$variant' (expected normal, debug or peer)" ;;
+*) die "unknown kernel variant '$variant' (expected normal, debug, distro or peer)" ;;
 esac
 
 [ -f "$SRC/Makefile" ] || die "no kernel source in $SRC: run scripts/kernel-source.sh (or scripts/peer.sh) first"

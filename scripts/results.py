@@ -332,6 +332,11 @@ def judge_profile(args):
         check(group == args.expect_group, 'iommu group',
               f'the NIC\'s IOMMU group type is {group}, the profile expects '
               f'{args.expect_group}')
+    nodes = facts.get('numa_nodes', '?')
+    if args.expect_numa_nodes and booted and finished:
+        check(nodes == args.expect_numa_nodes, 'numa nodes',
+              f'the guest kernel sees {nodes} NUMA nodes, the profile expects '
+              f'{args.expect_numa_nodes}')
     hiwater = facts.get('swiotlb_hiwater', 'unknown')
     if args.expect_swiotlb and booted and finished:
         used = hiwater.isdigit() and int(hiwater) > 0
@@ -412,6 +417,8 @@ def main():
     p.add_argument('dir')
     p.add_argument('--expect-group', default='')
     p.add_argument('--expect-swiotlb', default='', choices=['', 'used', 'unused'])
+    p.add_argument('--expect-numa-nodes', default='',
+                   help='the number of NUMA nodes the guest kernel must see')
     p.add_argument('--qemu-rc', type=int, default=0)
     p.add_argument('--timeout', type=int, default=0)
     p.add_argument('--seconds', type=int, default=0)

@@ -116,13 +116,14 @@ for p in "${profiles[@]}"; do
 	out=$RESULTS/$p
 	group=$(profile_var "$p" EXPECT_IOMMU_GROUP)
 	bounce=$(profile_var "$p" EXPECT_SWIOTLB)
+	nodes=$(profile_var "$p" EXPECT_NUMA_NODES)
 	# Another kernel image makes no promise about IOMMU group types, debugfs or which
 	# of our features it has: its skips are reported, not judged.
 	skips=$ROOT/tests/expected-skips
-	[ -n "${KERNEL:-}" ] && group='' && bounce='' && skips=''
+	[ -n "${KERNEL:-}" ] && group='' && bounce='' && nodes='' && skips=''
 	info "profile $p"
 	python3 "$ROOT/scripts/results.py" profile "$p" "$out" --expect-group "$group" \
-		--expect-swiotlb "$bounce" --expected-skips "$skips" --qemu-rc "$(cat "$out/qemu-rc" 2>/dev/null || echo 1)" \
+		--expect-swiotlb "$bounce" --expect-numa-nodes "$nodes" --expected-skips "$skips" --qemu-rc "$(cat "$out/qemu-rc" 2>/dev/null || echo 1)" \
 		--timeout "$(vm_timeout "$p")" --seconds "$(cat "$out/seconds" 2>/dev/null || echo 0)"
 	summaries+=("$out")
 done

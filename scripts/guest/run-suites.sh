@@ -28,6 +28,9 @@ setup_rxe
 rxe_ready=$?
 # After setup_rxe: with a modular kernel the NIC exists only once its driver is loaded.
 echo "iommu_group=$(iommu_group_type)" >>"$OUT/facts"
+# The NUMA nodes the kernel sees (none listed without CONFIG_NUMA).
+echo "numa_nodes=$(find /sys/devices/system/node -maxdepth 1 -name 'node[0-9]*' 2>/dev/null | wc -l)" \
+	>>"$OUT/facts"
 if [ $rxe_ready = 0 ]; then
 	for suite in "$GUEST_ROOT"/tests/suites/*.sh; do
 		name=$(basename "$suite" .sh)
