@@ -4,10 +4,11 @@
 # tests/mutants/NAME.patch is a plausible bug (or a fix undone) on top of the series; its
 # header names the guest suites to run (`Suites:`), the suites or checks that must fail
 # (`Killed-by:`) and, when the bug shows only there, the VM profile (`Profile:`, else
-# iommu-strict; MUTANT_PROFILE overrides both). For each, this builds the kernel with the
-# mutant applied (incremental, ccache), boots it with only those suites, and reports it
-# killed (an expected suite failed) or survived. Exit status 1 when one survived or
-# could not be built. Not part of `make test`: each mutant costs a build and a boot.
+# iommu-strict; MUTANT_PROFILE overrides both). For each, this builds the kernel of that
+# profile's variant with the mutant applied (incremental, ccache), boots it with only
+# those suites, and reports it killed (an expected suite failed) or survived. Exit status
+# 1 when one survived or could not be built. Not part of `make test`: each mutant costs a
+# build and a boot.
 #
 # The mutant is applied in $SRC on a branch of its own, after checking that the tree has
 # no uncommitted changes and is on `series`; the tree and the normal build return to
@@ -35,11 +36,17 @@ bash "$ROOT/scripts/kernel-build.sh" normal >/dev/null
 
 out=$BUILD/mutants
 mkdir -p "$out"
+# The kernel variants mutants were built as (a profile's KERNEL_VARIANT): each is
+# rebuilt from the series at the end.
+declare -A built=([normal]=1)
 restore() {
+	local v
 	git -C "$SRC" checkout -q -f series
 	git -C "$SRC" branch -q -D mutant >/dev/null 2>&1 || true
-	info "rebuilding the series' own kernel"
-	bash "$ROOT/scripts/kernel-build.sh" normal >/dev/null
+	for v in "${!built[@]}"; do
+		info "rebuilding the series' own $v kernel"
+		bash "$ROOT/scripts/kernel-build.sh" "$v" >/dev/null
+	done
 }
 trap restore EXIT
 
@@ -63,6 +70,8 @@ for m in "${mutants[@]}"; do
 	profile=${MUTANT_PROFILE:-$(header Profile "$m")}
 	profile=${profile:-iommu-strict}
 	require_profile "$profile"
+	variant=$(profile_var "$profile" KERNEL_VARIANT normal)
+	built[$variant]=1
 	info "mutant $name: $(header Mutant "$m")"
 
 	git -C "$SRC" checkout -q -B mutant series
@@ -73,12 +82,12 @@ for m in "${mutants[@]}"; do
 		git -C "$SRC" checkout -q -f series
 		continue
 	fi
-	if ! bash "$ROOT/scripts/kernel-build.sh" normal >"$dir/build.log" 2>&1; then
+	if ! bash "$ROOT/scripts/kernel-build.sh" "$variant" >"$dir/build.log" 2>&1; then
 		report+=("  BROKEN   $name: does not build (log: $dir/build.log)")
 		broken=$((broken + 1))
 		continue
 	fi
-	cp "$KOBJ/normal/arch/x86/boot/bzImage" "$dir/bzImage"
+	cp "$KOBJ/$variant/arch/x86/boot/bzImage" "$dir/bzImage"
 
 	rc=0
 	PROFILE=$profile KERNEL=$dir/bzImage SUITES=$suites bash "$ROOT/scripts/test.sh" \

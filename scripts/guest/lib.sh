@@ -153,6 +153,35 @@ release_hugepages() {
 	return 0
 }
 
+# A swap device on compressed RAM, where the kernel has zram (the distro-mm profile), so
+# that reclaim can take anonymous pages away from ODP MRs; swap_off undoes it. Prints
+# what it did.
+swap_on_zram() {
+	local dev=/dev/zram0 size=${1:-512M}
+	[ -w /sys/block/zram0/disksize ] || { echo "no zram in this kernel: no swap"; return 1; }
+	echo "$size" >/sys/block/zram0/disksize &&
+		mkswap "$dev" >/dev/null && swapon "$dev" ||
+		{ echo "cannot make $dev a swap device"; return 1; }
+	echo "swap on $dev ($size of compressed RAM)"
+}
+
+swap_off() {
+	[ -e /sys/block/zram0/reset ] || return 0
+	swapoff /dev/zram0 2>/dev/null
+	echo 1 >/sys/block/zram0/reset
+	return 0
+}
+
+# The cgroup v2 hierarchy at /sys/fs/cgroup with the memory controller for its children,
+# where the kernel has memory cgroups.
+memcg_on() {
+	grep -qw cgroup2 /proc/filesystems || { echo "no cgroups in this kernel"; return 1; }
+	[ -e /sys/fs/cgroup/cgroup.controllers ] || mount -t cgroup2 none /sys/fs/cgroup ||
+		{ echo "cannot mount cgroup2"; return 1; }
+	grep -qw memory /sys/fs/cgroup/cgroup.controllers || { echo "no memory cgroups"; return 1; }
+	echo +memory >/sys/fs/cgroup/cgroup.subtree_control
+}
+
 # Whether SUITES (vmt_suites) picks suite $1: every suite when it is unset.
 suite_wanted() {
 	local want

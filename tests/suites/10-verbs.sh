@@ -7,7 +7,10 @@ dir=$BUILD/tests/verbs
 . "$GUEST_ROOT/scripts/guest/lib.sh"
 # ODP on hugetlb memory (odp_huge here, test_odp huge cases in rdma-core).
 reserve_hugepages 64
-trap release_hugepages EXIT
+# Reclaim to swap and memory cgroups for odp_mm_pressure, where the kernel has them.
+swap_on_zram 512M
+memcg_on
+trap 'release_hugepages; swap_off' EXIT
 found=0
 for t in "$dir"/*; do
 	[ -f "$t" ] && [ -x "$t" ] || continue

@@ -1,0 +1,348 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ODP under the memory management of a distribution kernel: verified RDMA traffic on an
+ * ODP MR while the kernel takes its pages away, one cause at a time and then all of them
+ * together, each for a bounded time. Every round RDMA WRITEs a fresh pattern into the
+ * ODP MR, READs it back into pinned memory and checks both copies byte by byte.
+ *
+ *   swap-out       MADV_PAGEOUT of the MR's memory to the swap device (zram)
+ *   memory cgroup  the process in a memory cgroup smaller than the MR: reclaim swaps
+ *                  its pages out while the traffic faults them back
+ *   compaction     /proc/sys/vm/compact_memory
+ *   NUMA migration move_pages() of every page to the other node, back and forth
+ *   all together   the above at once (those the kernel has)
+ *
+ * A cause must have taken pages away (the MR's invalidations counted) for its check to
+ * pass; wrong bytes, failed transfers and ODP fault errors must be 0. Without a swap
+ * device (every profile but distro-mm) every check is skipped with that reason; a cause
+ * the kernel lacks otherwise (memory cgroups, a second NUMA node) is skipped with its own.
+ * About 20 s.
+ */
+#include "lib/odp.h"
+#include "lib/tap.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#define BUF_SIZE	(16UL << 20)
+#define CAUSE_MS	3000
+#define MAX_ROUNDS	1000
+#define CGROUP		"/sys/fs/cgroup/odp-mm-pressure"
+/* Smaller than the MR, so that its pages cannot all stay. */
+#define CGROUP_MAX	"8M"
+#ifndef MPOL_MF_MOVE
+#define MPOL_MF_MOVE	(1 << 1)
+#endif
+
+static struct vt_options opt;
+static struct ibv_context *ctx;
+static long page_size;
+static unsigned char *odp;
+static unsigned int nr_nodes;
+
+struct cause {
+	const char *name;
+	/* NULL when the kernel can do it, else why not. */
+	const char *(*unavailable)(void);
+	/* One action on the MR's memory; false (said) when it failed. */
+	bool (*act)(unsigned int i);
+};
+
+static bool write_file(const char *path, const char *s)
+{
+	int fd = open(path, O_WRONLY);
+	ssize_t n = -1;
+
+	if (fd >= 0) {
+		n = write(fd, s, strlen(s));
+		close(fd);
+	}
+	return n == (ssize_t)strlen(s);
+}
+
+static const char *no_swap(void)
+{
+	char line[256];
+	int lines = 0;
+	FILE *f = fopen("/proc/swaps", "r");
+
+	if (!f)
+		return "the kernel has no swap";
+	while (fgets(line, sizeof(line), f))
+		lines++;
+	fclose(f);
+	return lines > 1 ? NULL : "no swap device";
+}
+
+static bool pageout(unsigned int i)
+{
+	(void)i;
+	if (madvise(odp, BUF_SIZE, MADV_PAGEOUT)) {
+		tap_diag("madvise(MADV_PAGEOUT): %s", strerror(errno));
+		return false;
+	}
+	return true;
+}
+
+static const char *no_memcg(void)
+{
+	if (no_swap())
+		return no_swap();
+	if (access("/sys/fs/cgroup/cgroup.subtree_control", W_OK))
+		return "no cgroup v2 hierarchy at /sys/fs/cgroup";
+	return NULL;
+}
+
+/* The reclaim of the cgroup's limit does the work; nothing to do here. */
+static bool in_cgroup(unsigned int i)
+{
+	(void)i;
+	sched_yield();
+	return true;
+}
+
+static const char *no_compaction(void)
+{
+	return access("/proc/sys/vm/compact_memory", W_OK) ?
+	       "no /proc/sys/vm/compact_memory (CONFIG_COMPACTION)" : NULL;
+}
+
+static bool compact(unsigned int i)
+{
+	(void)i;
+	if (!write_file("/proc/sys/vm/compact_memory", "1")) {
+		tap_diag("writing /proc/sys/vm/compact_memory: %s", strerror(errno));
+		return false;
+	}
+	return true;
+}
+
+static const char *one_node(void)
+{
+	return nr_nodes < 2 ? "one NUMA node" : NULL;
+}
+
+/* Every page of the MR to node i % 2. */
+static bool migrate(unsigned int i)
+{
+	static void *pages[BUF_SIZE / 4096];
+	static int nodes[BUF_SIZE / 4096], status[BUF_SIZE / 4096];
+	unsigned long n = BUF_SIZE / page_size, k;
+
+	for (k = 0; k < n; k++) {
+		pages[k] = odp + k * page_size;
+		nodes[k] = i % 2;
+	}
+	if (syscall(SYS_move_pages, 0, n, pages, nodes, status, MPOL_MF_MOVE) < 0) {
+		tap_diag("move_pages(%lu pages to node %u): %s", n, i % 2, strerror(errno));
+		return false;
+	}
+	return true;
+}
+
+static const struct cause causes[] = {
+	{ "swap-out (MADV_PAGEOUT)", no_swap, pageout },
+	{ "a memory cgroup limit of " CGROUP_MAX, no_memcg, in_cgroup },
+	{ "compaction", no_compaction, compact },
+	{ "NUMA migration", one_node, migrate },
+};
+#define NR_CAUSES	(sizeof(causes) / sizeof(causes[0]))
+
+struct actor {
+	const struct cause *list[NR_CAUSES];
+	unsigned int n;
+	atomic_bool stop;
+	atomic_uint acts;
+	bool failed;
+};
+
+static void *actor_thread(void *arg)
+{
+	struct actor *a = arg;
+	unsigned int i;
+
+	for (i = 0; !atomic_load(&a->stop); i++) {
+		if (!a->list[i % a->n]->act(i / a->n)) {
+			a->failed = true;
+			break;
+		}
+		atomic_fetch_add(&a->acts, 1);
+	}
+	return NULL;
+}
+
+static bool cgroup_enter(void)
+{
+	char pid[32];
+
+	if (mkdir(CGROUP, 0755) && errno != EEXIST) {
+		tap_diag("mkdir %s: %s", CGROUP, strerror(errno));
+		return false;
+	}
+	snprintf(pid, sizeof(pid), "%d", getpid());
+	if (!write_file(CGROUP "/memory.max", CGROUP_MAX) ||
+	    !write_file(CGROUP "/cgroup.procs", pid)) {
+		tap_diag("cannot limit %s to %s and move into it: %s", CGROUP, CGROUP_MAX,
+			 strerror(errno));
+		rmdir(CGROUP);
+		return false;
+	}
+	/* Pages stay charged where they were faulted: fault the MR's again in here. */
+	madvise(odp, BUF_SIZE, MADV_DONTNEED);
+	return true;
+}
+
+static void cgroup_leave(void)
+{
+	char pid[32];
+
+	snprintf(pid, sizeof(pid), "%d", getpid());
+	if (!write_file("/sys/fs/cgroup/cgroup.procs", pid) || rmdir(CGROUP))
+		tap_diag("cannot leave and remove %s: %s", CGROUP, strerror(errno));
+}
+
+/* Traffic while @a acts, for CAUSE_MS; the check's verdict. */
+static void run(struct vt_loopback *lb, struct ibv_mr *odp_mr, struct vt_odp_buf *src,
+		struct vt_odp_buf *back, struct actor *a, const char *name)
+{
+	long b[VT_ODP_NCOUNTERS], c[VT_ODP_NCOUNTERS], d[VT_ODP_NCOUNTERS] = { 0 };
+	long long end;
+	unsigned long long checked = 0;
+	unsigned int round = 0;
+	pthread_t thread;
+	long bad = -1, bad_cpu = -1;
+	bool moved = true, counted;
+
+	counted = vt_odp_snapshot(ctx, opt.port, b);
+	atomic_store(&a->stop, false);
+	atomic_store(&a->acts, 0);
+	if (pthread_create(&thread, NULL, actor_thread, a))
+		tap_bail("pthread_create failed");
+	for (end = vt_now_ms() + CAUSE_MS; vt_now_ms() < end && round < MAX_ROUNDS; round++) {
+		unsigned int seed = 0x3300 + round;
+
+		vt_fill(src->p, BUF_SIZE, seed);
+		memset(back->p, 0, BUF_SIZE);
+		moved = vt_move(lb, IBV_WR_RDMA_WRITE, src->p, src->mr, odp, odp_mr, BUF_SIZE) &&
+			vt_move(lb, IBV_WR_RDMA_READ, odp, odp_mr, back->p, back->mr, BUF_SIZE);
+		if (!moved)
+			break;
+		bad = vt_check(back->p, BUF_SIZE, seed);
+		bad_cpu = vt_check(odp, BUF_SIZE, seed);
+		if (bad >= 0 || bad_cpu >= 0) {
+			tap_diag("round %u: byte %ld read back differs, byte %ld of the MR differs",
+				 round, bad, bad_cpu);
+			break;
+		}
+		checked += 2 * BUF_SIZE;
+	}
+	atomic_store(&a->stop, true);
+	pthread_join(thread, NULL);
+	if (counted && vt_odp_snapshot(ctx, opt.port, c))
+		vt_odp_delta(b, c, d);
+	else
+		counted = false;
+	tap_ok(moved && bad < 0 && bad_cpu < 0 && !a->failed && counted &&
+	       d[VT_ODP_FAULT_ERRORS] == 0 && d[VT_ODP_INVALIDATIONS] > 0,
+	       "%s: %u rounds of WRITE + READ of %lu MiB, %llu bytes checked, 0 wrong; %u actions, "
+	       "%ld invalidations, %ld pages unlinked, %ld faults, %ld fault errors", name, round,
+	       BUF_SIZE >> 20, checked, atomic_load(&a->acts), d[VT_ODP_INVALIDATIONS],
+	       d[VT_ODP_PAGES_UNLINKED], d[VT_ODP_PAGE_FAULTS], d[VT_ODP_FAULT_ERRORS]);
+}
+
+static unsigned int count_nodes(void)
+{
+	char path[64];
+	unsigned int n = 0;
+
+	for (;;) {
+		snprintf(path, sizeof(path), "/sys/devices/system/node/node%u", n);
+		if (access(path, F_OK))
+			return n;
+		n++;
+	}
+}
+
+int main(int argc, char **argv)
+{
+	struct ibv_device_attr_ex attr;
+	struct vt_odp_buf src, back, dst;
+	struct vt_loopback lb;
+	struct actor all = { 0 };
+	const char *why;
+	unsigned int i;
+
+	page_size = sysconf(_SC_PAGESIZE);
+	nr_nodes = count_nodes();
+	ctx = vt_odp_start(argc, argv, &opt, NR_CAUSES + 1, VT_NEED_ODP | VT_NEED_COUNTERS,
+			   "ODP under memory pressure", &attr);
+	if (page_size != 4096)
+		tap_bail("page size %ld: this test counts 4 KiB pages", page_size);
+	/*
+	 * Without a swap device nothing puts the memory under pressure: compaction finds
+	 * nothing to move, and the checks would prove nothing.
+	 */
+	if (no_swap()) {
+		for (i = 0; i < NR_CAUSES; i++)
+			tap_skip("no swap device: the distro-mm profile has one (zram)", "%s",
+				 causes[i].name);
+		tap_skip("no swap device: the distro-mm profile has one (zram)",
+			 "all causes together");
+		ibv_close_device(ctx);
+		return tap_done();
+	}
+	if (vt_loopback_create(&lb, ctx, &opt))
+		tap_bail("no connected QP pair");
+	if (!vt_odp_buf_init(&src, lb.pd, BUF_SIZE, 0, VT_PINNED_ACCESS) ||
+	    !vt_odp_buf_init(&back, lb.pd, BUF_SIZE, 0, VT_PINNED_ACCESS) ||
+	    !vt_odp_buf_init(&dst, lb.pd, BUF_SIZE, 0, VT_ODP_ACCESS))
+		tap_bail("cannot register the buffers");
+	odp = dst.p;
+
+	for (i = 0; i < NR_CAUSES; i++) {
+		struct actor one = { .list = { &causes[i] }, .n = 1 };
+		bool cgroup = causes[i].act == in_cgroup;
+
+		why = causes[i].unavailable();
+		if (why) {
+			tap_skip(why, "%s", causes[i].name);
+			continue;
+		}
+		if (cgroup && !cgroup_enter()) {
+			tap_ok(false, "%s: cannot set up the cgroup", causes[i].name);
+			continue;
+		}
+		run(&lb, dst.mr, &src, &back, &one, causes[i].name);
+		if (cgroup)
+			cgroup_leave();
+		else
+			all.list[all.n++] = &causes[i];
+	}
+	/* All together: every action the kernel has, in turn, under the cgroup if any. */
+	if (!all.n) {
+		tap_skip("the kernel has none of the causes", "all causes together");
+	} else {
+		bool cgroup = !no_memcg() && cgroup_enter();
+
+		run(&lb, dst.mr, &src, &back, &all, cgroup ? "all together, in the memory cgroup" :
+		    "all together");
+		if (cgroup)
+			cgroup_leave();
+	}
+
+	vt_odp_buf_fini(&dst);
+	vt_odp_buf_fini(&back);
+	vt_odp_buf_fini(&src);
+	vt_loopback_destroy(&lb);
+	ibv_close_device(ctx);
+	return tap_done();
+}
