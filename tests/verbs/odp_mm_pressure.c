@@ -2,7 +2,7 @@
 /*
  * ODP under the memory management of a distribution kernel: verified RDMA traffic on an
  * ODP MR while the kernel takes its pages away, one cause at a time and then all of them
- * together, each for a bounded time. Every round RDMA WRITEs a fresh pattern into the
+ * together, each for 3 s and on until it took pages away (at most 20 s). Every round RDMA WRITEs a fresh pattern into the
  * ODP MR, READs it back into pinned memory and checks both copies byte by byte.
  *
  *   swap-out       MADV_PAGEOUT of the MR's memory to the swap device (zram)
@@ -10,13 +10,15 @@
  *                  its pages out while the traffic faults them back
  *   compaction     /proc/sys/vm/compact_memory
  *   NUMA migration move_pages() of every page to the other node, back and forth
+ *   NUMA balancing the scheduler's own scans (kernel.numa_balancing=1, off at boot in
+ *                  distro-mm so that other suites' fault counts stay exact)
  *   all together   the above at once (those the kernel has)
  *
  * A cause must have taken pages away (the MR's invalidations counted) for its check to
  * pass; wrong bytes, failed transfers and ODP fault errors must be 0. Without a swap
  * device (every profile but distro-mm) every check is skipped with that reason; a cause
  * the kernel lacks otherwise (memory cgroups, a second NUMA node) is skipped with its own.
- * About 20 s.
+ * About 20 s on distro-mm.
  */
 #include "lib/odp.h"
 #include "lib/tap.h"
@@ -34,7 +36,9 @@
 #include <unistd.h>
 
 #define BUF_SIZE	(16UL << 20)
+/* Each cause runs this long, and on until it took pages away (at most CAUSE_MAX_MS). */
 #define CAUSE_MS	3000
+#define CAUSE_MAX_MS	20000
 #define MAX_ROUNDS	1000
 #define CGROUP		"/sys/fs/cgroup/odp-mm-pressure"
 /* Smaller than the MR, so that its pages cannot all stay. */
@@ -149,11 +153,28 @@ static bool migrate(unsigned int i)
 	return true;
 }
 
+static const char *no_balancing(void)
+{
+	if (nr_nodes < 2)
+		return "one NUMA node";
+	return access("/proc/sys/kernel/numa_balancing", W_OK) ?
+	       "no /proc/sys/kernel/numa_balancing (CONFIG_NUMA_BALANCING)" : NULL;
+}
+
+/* The scans run in this task's own context; nothing to do here. */
+static bool balanced(unsigned int i)
+{
+	(void)i;
+	sched_yield();
+	return true;
+}
+
 static const struct cause causes[] = {
 	{ "swap-out (MADV_PAGEOUT)", no_swap, pageout },
 	{ "a memory cgroup limit of " CGROUP_MAX, no_memcg, in_cgroup },
 	{ "compaction", no_compaction, compact },
 	{ "NUMA migration", one_node, migrate },
+	{ "NUMA balancing", no_balancing, balanced },
 };
 #define NR_CAUSES	(sizeof(causes) / sizeof(causes[0]))
 
@@ -210,12 +231,18 @@ static void cgroup_leave(void)
 		tap_diag("cannot leave and remove %s: %s", CGROUP, strerror(errno));
 }
 
-/* Traffic while @a acts, for CAUSE_MS; the check's verdict. */
+/* Whether the device's invalidations counter moved past @before. */
+static bool invalidated(long before)
+{
+	return vt_hw_counter(ctx, opt.port, "odp_invalidations") > before;
+}
+
+/* Traffic while @a acts, for CAUSE_MS and until it hit the MR; the check's verdict. */
 static void run(struct vt_loopback *lb, struct ibv_mr *odp_mr, struct vt_odp_buf *src,
 		struct vt_odp_buf *back, struct actor *a, const char *name)
 {
 	long b[VT_ODP_NCOUNTERS], c[VT_ODP_NCOUNTERS], d[VT_ODP_NCOUNTERS] = { 0 };
-	long long end;
+	long long start;
 	unsigned long long checked = 0;
 	unsigned int round = 0;
 	pthread_t thread;
@@ -227,9 +254,13 @@ static void run(struct vt_loopback *lb, struct ibv_mr *odp_mr, struct vt_odp_buf
 	atomic_store(&a->acts, 0);
 	if (pthread_create(&thread, NULL, actor_thread, a))
 		tap_bail("pthread_create failed");
-	for (end = vt_now_ms() + CAUSE_MS; vt_now_ms() < end && round < MAX_ROUNDS; round++) {
+	for (start = vt_now_ms(); round < MAX_ROUNDS; round++) {
+		long long spent = vt_now_ms() - start;
 		unsigned int seed = 0x3300 + round;
 
+		if (spent >= CAUSE_MAX_MS ||
+		    (spent >= CAUSE_MS && (!counted || invalidated(b[VT_ODP_INVALIDATIONS]))))
+			break;
 		vt_fill(src->p, BUF_SIZE, seed);
 		memset(back->p, 0, BUF_SIZE);
 		moved = vt_move(lb, IBV_WR_RDMA_WRITE, src->p, src->mr, odp, odp_mr, BUF_SIZE) &&
@@ -311,6 +342,7 @@ int main(int argc, char **argv)
 	for (i = 0; i < NR_CAUSES; i++) {
 		struct actor one = { .list = { &causes[i] }, .n = 1 };
 		bool cgroup = causes[i].act == in_cgroup;
+		bool balancing = causes[i].act == balanced;
 
 		why = causes[i].unavailable();
 		if (why) {
@@ -321,9 +353,15 @@ int main(int argc, char **argv)
 			tap_ok(false, "%s: cannot set up the cgroup", causes[i].name);
 			continue;
 		}
+		if (balancing && !write_file("/proc/sys/kernel/numa_balancing", "1")) {
+			tap_ok(false, "%s: cannot turn it on: %s", causes[i].name, strerror(errno));
+			continue;
+		}
 		run(&lb, dst.mr, &src, &back, &one, causes[i].name);
 		if (cgroup)
 			cgroup_leave();
+		else if (balancing)
+			write_file("/proc/sys/kernel/numa_balancing", "0");
 		else
 			all.list[all.n++] = &causes[i];
 	}
