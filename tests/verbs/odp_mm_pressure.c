@@ -24,7 +24,6 @@
 #include "lib/tap.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -60,18 +59,6 @@ struct cause {
 	/* One action on the MR's memory; false (said) when it failed. */
 	bool (*act)(unsigned int i);
 };
-
-static bool write_file(const char *path, const char *s)
-{
-	int fd = open(path, O_WRONLY);
-	ssize_t n = -1;
-
-	if (fd >= 0) {
-		n = write(fd, s, strlen(s));
-		close(fd);
-	}
-	return n == (ssize_t)strlen(s);
-}
 
 static const char *no_swap(void)
 {
@@ -123,7 +110,7 @@ static const char *no_compaction(void)
 static bool compact(unsigned int i)
 {
 	(void)i;
-	if (!write_file("/proc/sys/vm/compact_memory", "1")) {
+	if (!vt_write_str("/proc/sys/vm/compact_memory", "1")) {
 		tap_diag("writing /proc/sys/vm/compact_memory: %s", strerror(errno));
 		return false;
 	}
@@ -210,8 +197,8 @@ static bool cgroup_enter(void)
 		return false;
 	}
 	snprintf(pid, sizeof(pid), "%d", getpid());
-	if (!write_file(CGROUP "/memory.max", CGROUP_MAX) ||
-	    !write_file(CGROUP "/cgroup.procs", pid)) {
+	if (!vt_write_str(CGROUP "/memory.max", CGROUP_MAX) ||
+	    !vt_write_str(CGROUP "/cgroup.procs", pid)) {
 		tap_diag("cannot limit %s to %s and move into it: %s", CGROUP, CGROUP_MAX,
 			 strerror(errno));
 		rmdir(CGROUP);
@@ -227,7 +214,7 @@ static void cgroup_leave(void)
 	char pid[32];
 
 	snprintf(pid, sizeof(pid), "%d", getpid());
-	if (!write_file("/sys/fs/cgroup/cgroup.procs", pid) || rmdir(CGROUP))
+	if (!vt_write_str("/sys/fs/cgroup/cgroup.procs", pid) || rmdir(CGROUP))
 		tap_diag("cannot leave and remove %s: %s", CGROUP, strerror(errno));
 }
 
@@ -353,7 +340,7 @@ int main(int argc, char **argv)
 			tap_ok(false, "%s: cannot set up the cgroup", causes[i].name);
 			continue;
 		}
-		if (balancing && !write_file("/proc/sys/kernel/numa_balancing", "1")) {
+		if (balancing && !vt_write_str("/proc/sys/kernel/numa_balancing", "1")) {
 			tap_ok(false, "%s: cannot turn it on: %s", causes[i].name, strerror(errno));
 			continue;
 		}
@@ -361,7 +348,7 @@ int main(int argc, char **argv)
 		if (cgroup)
 			cgroup_leave();
 		else if (balancing)
-			write_file("/proc/sys/kernel/numa_balancing", "0");
+			vt_write_str("/proc/sys/kernel/numa_balancing", "0");
 		else
 			all.list[all.n++] = &causes[i];
 	}
