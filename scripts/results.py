@@ -54,6 +54,7 @@ class Counts:
     def __init__(self):
         self.passed = self.failed = self.skipped = 0
         self.failures = []   # (name, why) of each failure
+        self.diags = {}      # index in failures: the TAP diagnostics that came before it
         self.skips = []      # (name, why) of each skip
         self.notes = []      # things a person should look at that are not failures
 
@@ -62,8 +63,10 @@ class Counts:
         self.failed += other.failed
         self.skipped += other.skipped
 
-    def fail(self, name, why=''):
+    def fail(self, name, why='', diag=()):
         self.failed += 1
+        if diag:
+            self.diags[len(self.failures)] = list(diag)
         self.failures.append((name, why))
 
     def skip(self, name, why):
@@ -79,6 +82,8 @@ def read_lines(path):
         return [line.rstrip('\r\n') for line in f]
 
 
+# How many of the diagnostic lines before a failed result are kept to print with it.
+DIAG_LINES = 5
 TAP_SKIP_ALL = re.compile(r'^1\.\.0\s*#\s*SKIP\S*\s*(?P<why>.*)$', re.I)
 
 
@@ -89,7 +94,11 @@ def parse_tap(lines, counts):
     and no plan at all are failures; `1..0 # SKIP why` is one skip, with its reason.
     """
     plans, plan, seen = 0, None, 0
+    diag = []   # the diagnostics since the last result, which say why the next one failed
     for line in lines:
+        if line.startswith('#'):
+            diag = (diag + [line[1:].strip()])[-DIAG_LINES:]
+            continue
         m = TAP_PLAN.match(line)
         if m:
             plans += 1
@@ -107,6 +116,7 @@ def parse_tap(lines, counts):
         if not m:
             continue
         seen += 1
+        before, diag = diag, []
         ok = m.group('ok').lower() == 'ok'
         directive = (m.group('dir') or '').upper()
         desc = m.group('desc').strip()
@@ -122,7 +132,7 @@ def parse_tap(lines, counts):
         elif ok:
             counts.passed += 1
         else:
-            counts.fail(desc)
+            counts.fail(desc, diag=before)
     if plan is None:
         counts.fail('no TAP plan', 'the program died before printing its plan'
                     if seen else 'no TAP at all: the program printed nothing it was started for')
@@ -282,8 +292,10 @@ def read_facts(path):
 
 def print_suite(profile, name, c):
     print(f'  {profile:<13} {name:<28} {c.line()}')
-    for fname, why in c.failures[:20]:
+    for i, (fname, why) in enumerate(c.failures[:20]):
         print(f'      FAIL {fname}' + (f': {why}' if why else ''))
+        for line in c.diags.get(i, []):
+            print(f'        # {line}')
     if len(c.failures) > 20:
         print(f'      ... and {len(c.failures) - 20} more failures')
     for note in c.notes:

@@ -32,6 +32,12 @@ class TapTest(unittest.TestCase):
         self.assertEqual(c.failures, [('b', '')])
         self.assertEqual(len(c.notes), 1)
 
+    def test_failure_keeps_the_diagnostics_before_it(self):
+        c = tap('1..3\n# setup\nok 1 - a\n' + ''.join(f'# line {i}\n' for i in range(7)) +
+                'not ok 2 - b\n# after\nok 3 - c\n')
+        self.assertEqual(c.failures, [('b', '')])
+        self.assertEqual(c.diags, {0: [f'line {i}' for i in range(2, 7)]})
+
     def test_missing_results_fail(self):
         c = tap('1..4\nok 1 - a\nok 2 - b\n')
         self.assertEqual((c.passed, c.failed), (2, 2))
