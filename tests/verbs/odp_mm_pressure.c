@@ -15,13 +15,15 @@
  *   NUMA migration move_pages() of every page to the other node, back and forth
  *   NUMA balancing the scheduler's own scans (kernel.numa_balancing=1, off at boot in
  *                  distro-mm so that other suites' fault counts stay exact)
+ *   THP churn      madvise(MADV_COLLAPSE) of the MR's memory into transparent huge pages,
+ *                  then debugfs split_huge_pages, back and forth
  *   all together   the above at once (those the kernel has)
  *
  * A cause must have taken pages away (the MR's invalidations counted) for its check to
  * pass; wrong bytes, failed transfers and ODP fault errors must be 0. Without a swap
  * device (every profile but distro-mm) every check is skipped with that reason; a cause
  * the kernel lacks otherwise (memory cgroups, a second NUMA node) is skipped with its own.
- * About 20 s on distro-mm.
+ * About 25 s on distro-mm.
  */
 #include "lib/odp.h"
 #include "lib/tap.h"
@@ -48,6 +50,10 @@
 #ifndef MPOL_MF_MOVE
 #define MPOL_MF_MOVE	(1 << 1)
 #endif
+#ifndef MADV_COLLAPSE
+#define MADV_COLLAPSE	25
+#endif
+#define SPLIT_HUGE_PAGES "/sys/kernel/debug/split_huge_pages"
 
 static struct vt_options opt;
 static struct ibv_context *ctx;
@@ -159,12 +165,49 @@ static bool balanced(unsigned int i)
 	return true;
 }
 
+static const char *no_thp(void)
+{
+	if (access("/sys/kernel/mm/transparent_hugepage/enabled", F_OK))
+		return "no transparent huge pages (CONFIG_TRANSPARENT_HUGEPAGE)";
+	if (access(SPLIT_HUGE_PAGES, W_OK))
+		return "no " SPLIT_HUGE_PAGES " (debugfs)";
+	return NULL;
+}
+
+/* Collapse the MR's memory into huge pages, then split them again; the bytes stay. */
+static bool thp_churn(unsigned int i)
+{
+	char range[96];
+
+	if (i % 2 == 0) {
+		/*
+		 * No huge page this time is the kernel's to decide: none free (ENOMEM), over
+		 * the cgroup's limit or a page busy (EBUSY, EAGAIN), too many pages of the
+		 * range swapped out (EINVAL, while other causes act).
+		 */
+		if (madvise(odp, BUF_SIZE, MADV_COLLAPSE) && errno != EAGAIN && errno != ENOMEM &&
+		    errno != EBUSY && errno != EINVAL) {
+			tap_diag("madvise(MADV_COLLAPSE): %s", strerror(errno));
+			return false;
+		}
+		return true;
+	}
+	snprintf(range, sizeof(range), "%d,%#lx,%#lx", (int)getpid(), (unsigned long)odp,
+		 (unsigned long)odp + BUF_SIZE);
+	if (!vt_write_str(SPLIT_HUGE_PAGES, range)) {
+		tap_diag("writing %s to %s: %s", range, SPLIT_HUGE_PAGES, strerror(errno));
+		return false;
+	}
+	return true;
+}
+
 static const struct cause causes[] = {
 	{ "swap-out (MADV_PAGEOUT)", no_swap, pageout },
 	{ "a memory cgroup limit of " CGROUP_MAX, no_memcg, in_cgroup },
 	{ "compaction", no_compaction, compact },
 	{ "NUMA migration", one_node, migrate },
 	{ "NUMA balancing", no_balancing, balanced },
+	{ "THP collapse and split", no_thp, thp_churn },
 };
 #define NR_CAUSES	(sizeof(causes) / sizeof(causes[0]))
 
