@@ -315,11 +315,14 @@ static void test_invalidations(struct vt_loopback *lb)
  */
 static void test_dirty(struct vt_loopback *lb)
 {
-	struct vt_odp_buf src, dst, ctl = { .size = buf_size };
+	struct vt_odp_buf src, dst, again, back, ctl = { .size = buf_size };
+	size_t half;
 	bool ok;
 
 	if (!vt_odp_buf_init(&src, lb->pd, buf_size, 0, VT_ODP_ACCESS) ||
-	    !vt_odp_buf_init(&dst, lb->pd, buf_size, 0, VT_ODP_ACCESS))
+	    !vt_odp_buf_init(&dst, lb->pd, buf_size, 0, VT_ODP_ACCESS) ||
+	    !vt_odp_buf_init(&again, lb->pd, buf_size, 0, VT_ODP_ACCESS) ||
+	    !vt_odp_buf_init(&back, lb->pd, buf_size, 0, VT_ODP_ACCESS))
 		tap_bail("cannot register ODP MRs");
 	ctl.p = vt_map_anon(buf_size, PROT_READ | PROT_WRITE, 0);
 	if (!ctl.p)
@@ -338,7 +341,27 @@ static void test_dirty(struct vt_loopback *lb)
 	     madvise(dst.p, buf_size, MADV_PAGEOUT) == 0;
 	tap_ok(ok && vt_check(dst.p, buf_size, 92) == -1,
 	       "RDMA WRITE after MADV_FREE: the device's bytes survive MADV_PAGEOUT (dirtied when unlinked)");
+
+	/*
+	 * The same, with an RDMA READ in between that starts in the half the device has
+	 * not touched, so that its fault takes the written half again with it: faulted for
+	 * reading, the written pages must stay writable for the device (it wrote them), or
+	 * the invalidation would not dirty them and reclaim would drop the device's bytes.
+	 */
+	half = buf_size / 2;
+	vt_fill(again.p, buf_size, 93);
+	vt_fill(src.p, buf_size, 94);
+	ok = madvise(again.p, buf_size, MADV_FREE) == 0 &&
+	     rdma_ok(lb, &src, half, &again, half, half, IBV_WR_RDMA_WRITE) &&
+	     rdma_ok(lb, &again, 0, &back, 0, buf_size, IBV_WR_RDMA_READ) &&
+	     same(&src, half, &back, half, half) &&
+	     madvise(again.p, buf_size, MADV_PAGEOUT) == 0;
+	tap_ok(ok && same(&src, half, &again, half, half),
+	       "RDMA WRITE after MADV_FREE, then a READ whose fault takes the written pages again: "
+	       "the device's bytes survive MADV_PAGEOUT");
 	munmap(ctl.p, buf_size);
+	vt_odp_buf_fini(&back);
+	vt_odp_buf_fini(&again);
 	vt_odp_buf_fini(&src);
 	vt_odp_buf_fini(&dst);
 }
@@ -753,7 +776,7 @@ int main(int argc, char **argv)
 
 	page_size = sysconf(_SC_PAGESIZE);
 	buf_size = NPAGES * page_size;
-	ctx = vt_odp_start(argc, argv, &opt, 1 + 3 * NSHAPES + 8 + 2 + 4 + 4 + 1 + 6 + 1 + 2 + 1,
+	ctx = vt_odp_start(argc, argv, &opt, 1 + 3 * NSHAPES + 8 + 2 + 4 + 4 + 1 + 6 + 1 + 3 + 1,
 			   VT_NEED_ODP, "ODP", &attr);
 	tap_ok((attr.odp_caps.per_transport_caps.rc_odp_caps &
 		(IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE |
