@@ -17,13 +17,17 @@
  *                  distro-mm so that other suites' fault counts stay exact)
  *   THP churn      madvise(MADV_COLLAPSE) of the MR's memory into transparent huge pages,
  *                  then debugfs split_huge_pages, back and forth
+ *   fork           the process forks and the child writes all of its copy of the MR
+ *   KSM            ksmd merging the MR's pages, which the device's writes then break; the
+ *                  rounds write both halves of the MR alike for it (a period of 8 MiB)
  *   all together   the above at once (those the kernel has)
  *
  * A cause must have taken pages away (the MR's invalidations counted) for its check to
- * pass; wrong bytes, failed transfers and ODP fault errors must be 0. Without a swap
- * device (every profile but distro-mm) every check is skipped with that reason; a cause
- * the kernel lacks otherwise (memory cgroups, a second NUMA node) is skipped with its own.
- * About 25 s on distro-mm.
+ * pass; wrong bytes, failed transfers and ODP fault errors must be 0. A cause the kernel
+ * lacks is skipped, saying why: swap-out, the memory cgroup (which would OOM) and
+ * compaction need a swap device for pressure, which only distro-mm has (zram); the NUMA
+ * causes a second node; KSM its config. THP churn and fork run on every profile, the
+ * debug kernel's among them. About 30 s on distro-mm, 10 s elsewhere.
  */
 #include "lib/odp.h"
 #include "lib/tap.h"
@@ -37,6 +41,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define BUF_SIZE	(16UL << 20)
@@ -54,6 +59,7 @@
 #define MADV_COLLAPSE	25
 #endif
 #define SPLIT_HUGE_PAGES "/sys/kernel/debug/split_huge_pages"
+#define KSM		"/sys/kernel/mm/ksm/"
 
 static struct vt_options opt;
 static struct ibv_context *ctx;
@@ -80,7 +86,7 @@ static const char *no_swap(void)
 	while (fgets(line, sizeof(line), f))
 		lines++;
 	fclose(f);
-	return lines > 1 ? NULL : "no swap device";
+	return lines > 1 ? NULL : "no swap device: the distro-mm profile has one (zram)";
 }
 
 static bool pageout(unsigned int i)
@@ -110,8 +116,11 @@ static bool in_cgroup(unsigned int i)
 	return true;
 }
 
+/* Without a swap device the memory is not under pressure: compaction finds little to move. */
 static const char *no_compaction(void)
 {
+	if (no_swap())
+		return no_swap();
 	return access("/proc/sys/vm/compact_memory", W_OK) ?
 	       "no /proc/sys/vm/compact_memory (CONFIG_COMPACTION)" : NULL;
 }
@@ -201,6 +210,79 @@ static bool thp_churn(unsigned int i)
 	return true;
 }
 
+static const char *no_fork(void)
+{
+	return NULL;
+}
+
+/*
+ * The process forks, and the child writes every byte of its copy of the MR and exits:
+ * the parent's pages are shared copy-on-write meanwhile, so the device's next write
+ * must break the sharing and land in the parent's own page, never in the child's.
+ */
+static bool fork_child_writes(unsigned int i)
+{
+	int status = 0;
+	pid_t pid;
+
+	pid = fork();
+	if (pid < 0) {
+		tap_diag("fork: %s", strerror(errno));
+		return false;
+	}
+	if (!pid) {
+		memset(odp, 0xa5 ^ (i & 0xff), BUF_SIZE);
+		_exit(0);
+	}
+	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status)) {
+		tap_diag("the child that wrote its copy did not exit cleanly (status %#x)", status);
+		return false;
+	}
+	return true;
+}
+
+static const char *no_ksm(void)
+{
+	return access(KSM "run", W_OK) ? "no " KSM " (CONFIG_KSM)" : NULL;
+}
+
+static bool ksm_started;
+
+/*
+ * KSM merges the MR's identical pages (the rounds write both halves of the MR alike
+ * when it acts) and the device's next write breaks them apart. The first action starts
+ * it, scanning without pause; ksm_stop() unmerges and stops it.
+ */
+static bool ksm_merge(unsigned int i)
+{
+	if (i) {
+		sched_yield();
+		return true;
+	}
+	if (madvise(odp, BUF_SIZE, MADV_MERGEABLE)) {
+		tap_diag("madvise(MADV_MERGEABLE): %s", strerror(errno));
+		return false;
+	}
+	if (!vt_write_str(KSM "pages_to_scan", "4096") ||
+	    !vt_write_str(KSM "sleep_millisecs", "0") || !vt_write_str(KSM "run", "1")) {
+		tap_diag("cannot start KSM through " KSM ": %s", strerror(errno));
+		return false;
+	}
+	ksm_started = true;
+	return true;
+}
+
+static void ksm_stop(void)
+{
+	if (!ksm_started)
+		return;
+	tap_diag("KSM: %ld pages shared, %ld sharing them at the end", vt_read_long(KSM "pages_shared"),
+		 vt_read_long(KSM "pages_sharing"));
+	if (!vt_write_str(KSM "run", "2") || madvise(odp, BUF_SIZE, MADV_UNMERGEABLE))
+		tap_diag("cannot stop KSM: %s", strerror(errno));
+	ksm_started = false;
+}
+
 static const struct cause causes[] = {
 	{ "swap-out (MADV_PAGEOUT)", no_swap, pageout },
 	{ "a memory cgroup limit of " CGROUP_MAX, no_memcg, in_cgroup },
@@ -208,6 +290,8 @@ static const struct cause causes[] = {
 	{ "NUMA migration", one_node, migrate },
 	{ "NUMA balancing", no_balancing, balanced },
 	{ "THP collapse and split", no_thp, thp_churn },
+	{ "fork, the child writing its copy", no_fork, fork_child_writes },
+	{ "KSM merging the MR's twin pages", no_ksm, ksm_merge },
 };
 #define NR_CAUSES	(sizeof(causes) / sizeof(causes[0]))
 
@@ -222,7 +306,32 @@ struct actor {
 	atomic_bool done;
 	atomic_uint acts;
 	bool failed;
+	/* The rounds write both halves of the MR alike, for KSM to merge. */
+	bool halves;
 };
+
+static void fill(unsigned char *p, bool halves, unsigned int seed)
+{
+	vt_fill(p, halves ? BUF_SIZE / 2 : BUF_SIZE, seed);
+	if (halves)
+		memcpy(p + BUF_SIZE / 2, p, BUF_SIZE / 2);
+}
+
+/* The first byte that differs from fill()'s, or -1. */
+static long check(const unsigned char *p, bool halves, unsigned int seed)
+{
+	long bad;
+
+	if (!halves)
+		return vt_check(p, BUF_SIZE, seed);
+	bad = vt_check(p, BUF_SIZE / 2, seed);
+	if (bad < 0) {
+		bad = vt_check(p + BUF_SIZE / 2, BUF_SIZE / 2, seed);
+		if (bad >= 0)
+			bad += BUF_SIZE / 2;
+	}
+	return bad;
+}
 
 static bool invalidated(long before);
 
@@ -312,14 +421,14 @@ static void run(struct vt_loopback *lb, struct ibv_mr *odp_mr, struct vt_odp_buf
 	for (round = 0; round < MAX_ROUNDS && (!round || !atomic_load(&a->done)); round++) {
 		unsigned int seed = 0x3300 + round;
 
-		vt_fill(src->p, BUF_SIZE, seed);
+		fill(src->p, a->halves, seed);
 		memset(back->p, 0, BUF_SIZE);
 		moved = vt_move(lb, IBV_WR_RDMA_WRITE, src->p, src->mr, odp, odp_mr, BUF_SIZE) &&
 			vt_move(lb, IBV_WR_RDMA_READ, odp, odp_mr, back->p, back->mr, BUF_SIZE);
 		if (!moved)
 			break;
-		bad = vt_check(back->p, BUF_SIZE, seed);
-		bad_cpu = vt_check(odp, BUF_SIZE, seed);
+		bad = check(back->p, a->halves, seed);
+		bad_cpu = check(odp, a->halves, seed);
 		if (bad >= 0 || bad_cpu >= 0) {
 			tap_diag("round %u: byte %ld read back differs, byte %ld of the MR differs",
 				 round, bad, bad_cpu);
@@ -347,8 +456,9 @@ static void run(struct vt_loopback *lb, struct ibv_mr *odp_mr, struct vt_odp_buf
 	       d[VT_ODP_FAULT_ERRORS] == 0 && d[VT_ODP_INVALIDATIONS] > 0,
 	       "%s: %u rounds of WRITE + READ of %lu MiB (%u while it acted), %llu bytes checked, "
 	       "%s; %u actions, %ld invalidations, %ld pages unlinked, %ld faults, "
-	       "%ld fault errors", name, round, BUF_SIZE >> 20, during, checked, verdict, atomic_load(&a->acts), d[VT_ODP_INVALIDATIONS],
-	       d[VT_ODP_PAGES_UNLINKED], d[VT_ODP_PAGE_FAULTS], d[VT_ODP_FAULT_ERRORS]);
+	       "%ld fault errors", name, round, BUF_SIZE >> 20, during, checked, verdict,
+	       atomic_load(&a->acts), d[VT_ODP_INVALIDATIONS], d[VT_ODP_PAGES_UNLINKED],
+	       d[VT_ODP_PAGE_FAULTS], d[VT_ODP_FAULT_ERRORS]);
 }
 
 static unsigned int count_nodes(void)
@@ -379,19 +489,6 @@ int main(int argc, char **argv)
 			   "ODP under memory pressure", &attr);
 	if (page_size != 4096)
 		tap_bail("page size %ld: this test counts 4 KiB pages", page_size);
-	/*
-	 * Without a swap device nothing puts the memory under pressure: compaction finds
-	 * nothing to move, and the checks would prove nothing.
-	 */
-	if (no_swap()) {
-		for (i = 0; i < NR_CAUSES; i++)
-			tap_skip("no swap device: the distro-mm profile has one (zram)", "%s",
-				 causes[i].name);
-		tap_skip("no swap device: the distro-mm profile has one (zram)",
-			 "all causes together");
-		ibv_close_device(ctx);
-		return tap_done();
-	}
 	if (vt_loopback_create(&lb, ctx, &opt))
 		tap_bail("no connected QP pair");
 	if (!vt_odp_buf_init(&src, lb.pd, BUF_SIZE, 0, VT_PINNED_ACCESS) ||
@@ -401,7 +498,8 @@ int main(int argc, char **argv)
 	odp = dst.p;
 
 	for (i = 0; i < NR_CAUSES; i++) {
-		struct actor one = { .list = { &causes[i] }, .n = 1 };
+		bool ksm = causes[i].act == ksm_merge;
+		struct actor one = { .list = { &causes[i] }, .n = 1, .halves = ksm };
 		bool cgroup = causes[i].act == in_cgroup;
 		bool balancing = causes[i].act == balanced;
 
@@ -419,12 +517,15 @@ int main(int argc, char **argv)
 			continue;
 		}
 		run(&lb, dst.mr, &src, &back, &one, causes[i].name);
-		if (cgroup)
+		ksm_stop();
+		if (cgroup) {
 			cgroup_leave();
-		else if (balancing)
+		} else if (balancing) {
 			vt_write_str("/proc/sys/kernel/numa_balancing", "0");
-		else
+		} else {
 			all.list[all.n++] = &causes[i];
+			all.halves |= ksm;
+		}
 	}
 	/* All together: every action the kernel has, in turn, under the cgroup if any. */
 	if (!all.n) {
@@ -434,6 +535,7 @@ int main(int argc, char **argv)
 
 		run(&lb, dst.mr, &src, &back, &all, cgroup ? "all together, in the memory cgroup" :
 		    "all together");
+		ksm_stop();
 		if (cgroup)
 			cgroup_leave();
 	}
