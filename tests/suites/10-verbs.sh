@@ -28,6 +28,15 @@ for name in odp_secretmem; do
 	run_tap "verbs-$name-unprivileged" 300 setpriv --reuid=65534 --regid=65534 --clear-groups \
 		--inh-caps=-all "$t" --dev "$RDMA_DEV"
 done
+# ODP needs no locked memory: nobody again, with RLIMIT_MEMLOCK at 64 KiB, where a
+# pinned MR of the same size must fail.
+for name in odp_memlock; do
+	t=$dir/$name
+	[ -x "$t" ] || continue
+	echo "running $name as an unprivileged user with RLIMIT_MEMLOCK at 64 KiB"
+	run_tap "verbs-$name-unprivileged" 300 prlimit --memlock=65536:65536 setpriv \
+		--reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$t" --dev "$RDMA_DEV"
+done
 if [ $found = 0 ]; then
 	printf '1..1\nnot ok 1 - no test programs in %s (the host build of tests/verbs did not run)\n' \
 		"$dir" >"$OUT/verbs.tap"
