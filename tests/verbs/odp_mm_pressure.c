@@ -310,6 +310,8 @@ struct actor {
 	bool failed;
 	/* The rounds write both halves of the MR alike, for KSM to merge. */
 	bool halves;
+	/* In the memory cgroup: the actor takes the process out of it when done. */
+	bool cgroup;
 };
 
 static void fill(unsigned char *p, bool halves, unsigned int seed)
@@ -336,6 +338,7 @@ static long check(const unsigned char *p, bool halves, unsigned int seed)
 }
 
 static bool invalidated(long before);
+static bool cgroup_out(void);
 
 /*
  * The cause acts for CAUSE_MS and on until it took pages of the MR away, at most
@@ -358,6 +361,9 @@ static void *actor_thread(void *arg)
 		    (spent >= CAUSE_MS && (a->invalidations < 0 || invalidated(a->invalidations))))
 			break;
 	}
+	/* The limit is the cause: without it the round in flight gets through. */
+	if (a->cgroup && !cgroup_out())
+		a->failed = true;
 	atomic_store(&a->done, true);
 	return NULL;
 }
@@ -381,6 +387,18 @@ static bool cgroup_enter(void)
 	/* Pages stay charged where they were faulted: fault the MR's again in here. */
 	madvise(odp, BUF_SIZE, MADV_DONTNEED);
 	return true;
+}
+
+/* The process back in the root cgroup; false (said) if it could not be moved. */
+static bool cgroup_out(void)
+{
+	char pid[32];
+
+	snprintf(pid, sizeof(pid), "%d", getpid());
+	if (vt_write_str("/sys/fs/cgroup/cgroup.procs", pid))
+		return true;
+	tap_diag("cannot move out of %s: %s", CGROUP, strerror(errno));
+	return false;
 }
 
 static void cgroup_leave(void)
@@ -507,8 +525,9 @@ int main(int argc, char **argv)
 
 	for (i = 0; i < NR_CAUSES; i++) {
 		bool ksm = causes[i].act == ksm_merge;
-		struct actor one = { .list = { &causes[i] }, .n = 1, .halves = ksm };
 		bool cgroup = causes[i].act == in_cgroup;
+		struct actor one = { .list = { &causes[i] }, .n = 1, .halves = ksm,
+				     .cgroup = cgroup };
 		bool balancing = causes[i].act == balanced;
 
 		why = causes[i].unavailable();
@@ -546,6 +565,8 @@ int main(int argc, char **argv)
 		tap_skip("the kernel has none of the causes", "all causes together");
 	} else {
 		bool cgroup = !no_memcg() && cgroup_enter();
+
+		all.cgroup = cgroup;
 
 		run(&lb, dst.mr, &src, &back, &all, cgroup ? "all together, in the memory cgroup" :
 		    "all together");
