@@ -403,11 +403,8 @@ static bool cgroup_out(void)
 
 static void cgroup_leave(void)
 {
-	char pid[32];
-
-	snprintf(pid, sizeof(pid), "%d", getpid());
-	if (!vt_write_str("/sys/fs/cgroup/cgroup.procs", pid) || rmdir(CGROUP))
-		tap_diag("cannot leave and remove %s: %s", CGROUP, strerror(errno));
+	if (cgroup_out() && rmdir(CGROUP))
+		tap_diag("cannot remove %s: %s", CGROUP, strerror(errno));
 }
 
 /* Whether the device's invalidations counter moved past @before. */
