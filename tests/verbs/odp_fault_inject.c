@@ -1,0 +1,360 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * ODP faults that fail, injected with the kernel's function error injection
+ * (/sys/kernel/debug/fail_function, CONFIG_FAIL_FUNCTION: the distro-mm profile).
+ *
+ * A fault that does not settle: hmm_range_fault() returns -EBUSY on every call, as when
+ * KSM or reclaim keep changing the MR's pages, until rxe has given the fault up at least
+ * once (its odp_fault_retries counter moved); then the injection stops. The operation
+ * must complete, with every byte right, and no fault may count as an error: rxe tries it
+ * again later (an RNR NAK from the responder, the packet built again by the requester,
+ * the response taken again by the completer). Each place an ODP MR is faulted: RDMA
+ * WRITE into it and READ from it (responder), SEND into a receive in it (responder) and
+ * from it (requester), RDMA READ into it (completer), an atomic on it (responder).
+ *
+ * A fault that fails for good: hmm_range_fault() returns -EFAULT, or linking the pages
+ * (hmm_dma_map_pfns()) -EIO. The operation completes with an error, the fault is counted
+ * as one, and a new QP pair on the same device then moves data as before.
+ *
+ * The injection is not scoped to this task (the faults run in rxe's work queue), so the
+ * program runs alone in its guest, as the harness runs it. About 10 s.
+ */
+#include "lib/odp.h"
+#include "lib/tap.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define FAIL_FUNCTION	"/sys/kernel/debug/fail_function/"
+#define BUF_SIZE	(1UL << 20)
+/* How long the injection may take to reach a fault: long, the machine may be busy. */
+#define REACH_MS	30000
+
+static struct vt_options opt;
+static struct ibv_context *ctx;
+
+/* Make @func return @err on every call until inject_stop(); false (said) on failure. */
+static bool inject_start(const char *func, int err)
+{
+	char path[128], val[32];
+
+	if (!vt_write_str(FAIL_FUNCTION "inject", func)) {
+		tap_diag("cannot add %s to " FAIL_FUNCTION "inject: %s", func, strerror(errno));
+		return false;
+	}
+	snprintf(path, sizeof(path), FAIL_FUNCTION "%s/retval", func);
+	snprintf(val, sizeof(val), "%#llx", (unsigned long long)(long long)-err);
+	if (!vt_write_str(path, val) || !vt_write_str(FAIL_FUNCTION "verbose", "0") ||
+	    !vt_write_str(FAIL_FUNCTION "interval", "1") ||
+	    !vt_write_str(FAIL_FUNCTION "times", "-1") ||
+	    !vt_write_str(FAIL_FUNCTION "probability", "100")) {
+		tap_diag("cannot set up the injection into %s: %s", func, strerror(errno));
+		return false;
+	}
+	return true;
+}
+
+static bool inject_stop(void)
+{
+	if (vt_write_str(FAIL_FUNCTION "probability", "0") &&
+	    vt_write_str(FAIL_FUNCTION "inject", "\n"))
+		return true;
+	tap_diag("cannot stop the injection: %s", strerror(errno));
+	return false;
+}
+
+/* Wait until counter @name passes @before; false (said) when it did not within REACH_MS. */
+static bool counter_moves(const char *name, long before)
+{
+	long long deadline = vt_now_ms() + REACH_MS;
+
+	do {
+		if (vt_hw_counter(ctx, opt.port, name) > before)
+			return true;
+		usleep(1000);
+	} while (vt_now_ms() < deadline);
+	tap_diag("%s did not move from %ld in %d ms: the injection never reached a fault",
+		 name, before, REACH_MS);
+	return false;
+}
+
+enum op { WRITE_INTO, READ_FROM, SEND_INTO, SEND_FROM, READ_INTO, ATOMIC_ON, NR_OPS };
+
+static const char *const op_names[NR_OPS] = {
+	[WRITE_INTO] = "RDMA WRITE into the ODP MR (responder)",
+	[READ_FROM] = "RDMA READ from the ODP MR (responder)",
+	[SEND_INTO] = "SEND into a receive in the ODP MR (responder)",
+	[SEND_FROM] = "SEND from the ODP MR (requester)",
+	[READ_INTO] = "RDMA READ into the ODP MR (completer)",
+	[ATOMIC_ON] = "fetch-and-add on the ODP MR (responder)",
+};
+
+/* One test's buffers: a pinned one and an untouched ODP one, and a QP pair. */
+struct setup {
+	struct vt_loopback lb;
+	struct vt_odp_buf pinned, odp;
+};
+
+static bool setup(struct setup *s)
+{
+	memset(s, 0, sizeof(*s));
+	if (vt_loopback_create(&s->lb, ctx, &opt)) {
+		tap_diag("no connected QP pair");
+		return false;
+	}
+	if (!vt_odp_buf_init(&s->pinned, s->lb.pd, BUF_SIZE, 0, VT_PINNED_ACCESS)) {
+		vt_loopback_destroy(&s->lb);
+		return false;
+	}
+	if (!vt_odp_buf_init(&s->odp, s->lb.pd, BUF_SIZE, 0, VT_ODP_ACCESS)) {
+		vt_odp_buf_fini(&s->pinned);
+		vt_loopback_destroy(&s->lb);
+		return false;
+	}
+	return true;
+}
+
+static void teardown(struct setup *s)
+{
+	vt_odp_buf_fini(&s->odp);
+	vt_odp_buf_fini(&s->pinned);
+	vt_loopback_destroy(&s->lb);
+}
+
+/*
+ * Where @op's data comes from and goes to: one of them is the ODP MR. The atomic's
+ * operand is in the ODP MR, its original value comes back into the pinned buffer.
+ */
+static bool from_odp(enum op op)
+{
+	return op == READ_FROM || op == SEND_FROM || op == ATOMIC_ON;
+}
+
+static struct vt_odp_buf *source(struct setup *s, enum op op)
+{
+	return from_odp(op) ? &s->odp : &s->pinned;
+}
+
+static struct vt_odp_buf *destination(struct setup *s, enum op op)
+{
+	return from_odp(op) ? &s->pinned : &s->odp;
+}
+
+/*
+ * Post @op on qp[0] (with its receive on qp[1] for a SEND), the source filled with
+ * pattern @seed. The ODP MR is new: whatever the CPU wrote to it, the device faults it.
+ * For the atomic, the ODP MR's first 8 bytes hold the pattern, and the original value
+ * comes back into the pinned buffer.
+ */
+static bool post(struct setup *s, enum op op, unsigned int seed)
+{
+	struct vt_odp_buf *src = source(s, op), *dst = destination(s, op);
+	bool read = op == READ_FROM || op == READ_INTO;
+	struct ibv_sge sge = { .addr = (uintptr_t)src->p, .length = BUF_SIZE,
+			       .lkey = src->mr->lkey };
+	struct ibv_sge rsge = { .addr = (uintptr_t)dst->p, .length = BUF_SIZE,
+				.lkey = dst->mr->lkey };
+	struct ibv_recv_wr rwr = { .wr_id = 2, .sg_list = &rsge, .num_sge = 1 }, *rbad;
+	struct ibv_send_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1,
+				  .send_flags = IBV_SEND_SIGNALED }, *bad;
+	int ret;
+
+	vt_fill(src->p, op == ATOMIC_ON ? 8 : BUF_SIZE, seed);
+	switch (op) {
+	case WRITE_INTO:
+	case READ_FROM:
+	case READ_INTO:
+		/* A WRITE goes from the local source, a READ into the local destination. */
+		wr.opcode = read ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE;
+		if (read)
+			sge = rsge;
+		wr.wr.rdma.remote_addr = (uintptr_t)(read ? src : dst)->p;
+		wr.wr.rdma.rkey = (read ? src : dst)->mr->rkey;
+		break;
+	case SEND_INTO:
+	case SEND_FROM:
+		wr.opcode = IBV_WR_SEND;
+		ret = ibv_post_recv(s->lb.qp[1], &rwr, &rbad);
+		if (ret) {
+			tap_diag("ibv_post_recv: %s", strerror(ret));
+			return false;
+		}
+		break;
+	case ATOMIC_ON:
+		wr.opcode = IBV_WR_ATOMIC_FETCH_AND_ADD;
+		sge = (struct ibv_sge){ .addr = (uintptr_t)s->pinned.p, .length = 8,
+					.lkey = s->pinned.mr->lkey };
+		wr.wr.atomic.remote_addr = (uintptr_t)s->odp.p;
+		wr.wr.atomic.rkey = s->odp.mr->rkey;
+		wr.wr.atomic.compare_add = 1;
+		break;
+	case NR_OPS:
+		break;
+	}
+	ret = ibv_post_send(s->lb.qp[0], &wr, &bad);
+	if (ret)
+		tap_diag("ibv_post_send: %s", strerror(ret));
+	return !ret;
+}
+
+/*
+ * Wait for @op's completions: 0 when all succeeded, 1 when one completed with an error
+ * (*status, said), -1 when one did not come.
+ */
+static int complete(struct setup *s, enum op op, enum ibv_wc_status *status)
+{
+	struct ibv_wc wc;
+
+	if (vt_poll_one(s->lb.send_cq, &wc, VT_WAIT_MS)) {
+		tap_diag("%s: no completion within %d ms", op_names[op], VT_WAIT_MS);
+		return -1;
+	}
+	*status = wc.status;
+	if (wc.status != IBV_WC_SUCCESS) {
+		tap_diag("%s: %s", op_names[op], ibv_wc_status_str(wc.status));
+		return 1;
+	}
+	if (op == SEND_INTO || op == SEND_FROM) {
+		if (vt_poll_one(s->lb.recv_cq, &wc, VT_WAIT_MS)) {
+			tap_diag("%s: the receive did not complete", op_names[op]);
+			return -1;
+		}
+		*status = wc.status;
+		if (wc.status != IBV_WC_SUCCESS) {
+			tap_diag("%s: the receive: %s", op_names[op], ibv_wc_status_str(wc.status));
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* Whether the destination holds the pattern; for the atomic, the value and the original. */
+static bool right_bytes(struct setup *s, enum op op, unsigned int seed)
+{
+	uint64_t orig, now, back;
+	long bad;
+
+	if (op == ATOMIC_ON) {
+		vt_fill(&orig, 8, seed);
+		memcpy(&now, s->odp.p, 8);
+		memcpy(&back, s->pinned.p, 8);
+		if (back != orig || now != orig + 1) {
+			tap_diag("the atomic: original %#llx returned, %#llx now; expected %#llx "
+				 "and %#llx", (unsigned long long)back, (unsigned long long)now,
+				 (unsigned long long)orig, (unsigned long long)(orig + 1));
+			return false;
+		}
+		return true;
+	}
+	bad = vt_check(destination(s, op)->p, BUF_SIZE, seed);
+	if (bad >= 0)
+		tap_diag("%s: byte %ld differs", op_names[op], bad);
+	return bad < 0;
+}
+
+/* A fault that does not settle until rxe gave it up once: the operation must complete. */
+static void unsettled(enum op op)
+{
+	long retries, errors, d_retries, d_errors;
+	enum ibv_wc_status status;
+	unsigned int seed = 0x4400 + op;
+	struct setup s;
+	bool ok;
+
+	if (!setup(&s)) {
+		tap_ok(false, "-EBUSY: %s: cannot set up", op_names[op]);
+		return;
+	}
+	vt_hw_counters_settle();
+	retries = vt_hw_counter(ctx, opt.port, "odp_fault_retries");
+	errors = vt_hw_counter(ctx, opt.port, "odp_fault_errors");
+	ok = retries >= 0 && errors >= 0;
+	if (!ok)
+		tap_diag("cannot read odp_fault_retries and odp_fault_errors (a kernel without "
+			 "them fails a fault that does not settle)");
+	ok = ok && inject_start("hmm_range_fault", EBUSY);
+	ok = ok && post(&s, op, seed);
+	ok = ok && counter_moves("odp_fault_retries", retries);
+	ok = inject_stop() && ok;
+	ok = ok && complete(&s, op, &status) == 0 && right_bytes(&s, op, seed);
+	vt_hw_counters_settle();
+	d_retries = vt_hw_counter(ctx, opt.port, "odp_fault_retries") - retries;
+	d_errors = vt_hw_counter(ctx, opt.port, "odp_fault_errors") - errors;
+	tap_ok(ok && d_retries > 0 && d_errors == 0,
+	       "-EBUSY from hmm_range_fault(): %s completes with the right bytes after %ld "
+	       "retried faults, %ld fault errors", op_names[op], d_retries, d_errors);
+	teardown(&s);
+}
+
+/*
+ * A fault that fails for good (@err from @func): the operation completes with an error,
+ * counted as a fault error; a new QP pair then moves data.
+ */
+static void fails(const char *func, int err, enum op op)
+{
+	enum ibv_wc_status status = IBV_WC_SUCCESS;
+	unsigned int seed = 0x4500 + op;
+	long errors, d_errors = 0;
+	bool ok, failed = false;
+	struct setup s;
+
+	if (!setup(&s)) {
+		tap_ok(false, "%s from %s(): cannot set up", strerror(err), func);
+		return;
+	}
+	vt_hw_counters_settle();
+	errors = vt_hw_counter(ctx, opt.port, "odp_fault_errors");
+	ok = errors >= 0 && inject_start(func, err) && post(&s, op, seed);
+	if (ok) {
+		failed = complete(&s, op, &status) == 1;
+		vt_hw_counters_settle();
+		d_errors = vt_hw_counter(ctx, opt.port, "odp_fault_errors") - errors;
+	}
+	ok = inject_stop() && ok;
+	teardown(&s);
+	/* The device keeps working: a new pair, no injection. */
+	if (ok && failed && setup(&s)) {
+		ok = post(&s, op, seed + 1) && complete(&s, op, &status) == 0 &&
+		     right_bytes(&s, op, seed + 1);
+		teardown(&s);
+	} else {
+		ok = false;
+	}
+	tap_ok(ok && failed && d_errors > 0,
+	       "%s from %s(): %s completes with an error, %ld fault errors; a new QP pair "
+	       "then moves the right bytes", strerror(err), func, op_names[op], d_errors);
+}
+
+int main(int argc, char **argv)
+{
+	struct ibv_device_attr_ex attr;
+	const int tests = NR_OPS + 3;
+	enum op op;
+
+	ctx = vt_odp_start(argc, argv, &opt, tests, VT_NEED_ODP | VT_NEED_COUNTERS,
+			   "ODP fault injection", &attr);
+	if (access(FAIL_FUNCTION "inject", W_OK)) {
+		for (int i = 0; i < tests; i++)
+			tap_skip("no " FAIL_FUNCTION " (CONFIG_FAIL_FUNCTION): the distro-mm "
+				 "profile has it", "ODP fault injection check %d", i + 1);
+		ibv_close_device(ctx);
+		return tap_done();
+	}
+	/* Nothing left over from a run that died. */
+	inject_stop();
+
+	for (op = 0; op < NR_OPS; op++)
+		unsettled(op);
+	fails("hmm_range_fault", EFAULT, WRITE_INTO);
+	fails("hmm_range_fault", EFAULT, SEND_FROM);
+	if (vt_odp_dma(ctx, &opt) == VT_DMA_VIRTUAL)
+		tap_skip("virtual DMA links no pages", "-EIO from hmm_dma_map_pfns()");
+	else
+		fails("hmm_dma_map_pfns", EIO, READ_FROM);
+
+	ibv_close_device(ctx);
+	return tap_done();
+}
