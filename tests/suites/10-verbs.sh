@@ -16,6 +16,7 @@ for t in "$dir"/*; do
 	[ -f "$t" ] && [ -x "$t" ] || continue
 	found=1
 	name=$(basename "$t")
+	[ "$name" = rc_hostile_peer ] && continue	# its own device, below
 	echo "running $name"
 	run_tap "verbs-$name" 300 "$t" --dev "$RDMA_DEV"
 done
@@ -37,6 +38,25 @@ for name in odp_memlock; do
 	run_tap "verbs-$name-unprivileged" 300 prlimit --memlock=65536:65536 setpriv \
 		--reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$t" --dev "$RDMA_DEV"
 done
+# A hostile RoCE peer: soft-RoCE on a tap whose other end is the test program, which
+# answers the device's requests wrongly (its addresses: rc_hostile_peer.c).
+t=$dir/rc_hostile_peer
+if [ -x "$t" ]; then
+	echo "running rc_hostile_peer through a tap"
+	tap=rxetap0 dev=rxehp0
+	if msg=$({ ip tuntap add dev $tap mode tap &&
+		echo 1 >/proc/sys/net/ipv6/conf/$tap/disable_ipv6 &&
+		ip addr add 10.99.0.1/24 dev $tap && ip link set $tap up &&
+		ip neigh replace 10.99.0.2 lladdr 02:00:00:00:99:02 dev $tap nud permanent &&
+		rdma link add $dev type rxe netdev $tap; } 2>&1); then
+		run_tap verbs-rc_hostile_peer 120 "$t" --dev $dev --tap $tap
+	else
+		printf '1..1\nnot ok 1 - cannot make soft-RoCE on a tap: %s\n' "${msg//$'\n'/; }" \
+			>"$OUT/verbs-rc_hostile_peer.tap"
+	fi
+	rdma link delete $dev 2>/dev/null
+	ip link delete $tap 2>/dev/null
+fi
 if [ $found = 0 ]; then
 	printf '1..1\nnot ok 1 - no test programs in %s (the host build of tests/verbs did not run)\n' \
 		"$dir" >"$OUT/verbs.tap"
