@@ -13,8 +13,10 @@
  * from it (requester), RDMA READ into it (completer), an atomic on it (responder).
  *
  * A fault that fails for good: hmm_range_fault() returns -EFAULT, or linking the pages
- * (hmm_dma_map_pfns()) -EIO. The operation completes with an error, the fault is counted
- * as one, and a new QP pair on the same device then moves data as before.
+ * (hmm_dma_map_pfns()) -EIO. The operation completes with its own error (a remote access
+ * error, or for the requester's fault a local protection error: rxe once reported it as
+ * flushed, like the requests after it), the fault is counted as one, and a new QP pair
+ * on the same device then moves data as before.
  *
  * The injection is not scoped to this task (the faults run in rxe's work queue), so the
  * program runs alone in its guest, as the harness runs it. About 10 s.
@@ -290,10 +292,11 @@ static void unsettled(enum op op)
 }
 
 /*
- * A fault that fails for good (@err from @func): the operation completes with an error,
- * counted as a fault error; a new QP pair then moves data.
+ * A fault that fails for good (@err from @func): the operation completes with error
+ * @want (the request's own, not the flush of the work requests after it), counted as a
+ * fault error; a new QP pair then moves data.
  */
-static void fails(const char *func, int err, enum op op)
+static void fails(const char *func, int err, enum op op, enum ibv_wc_status want)
 {
 	enum ibv_wc_status status = IBV_WC_SUCCESS;
 	unsigned int seed = 0x4500 + op;
@@ -309,7 +312,7 @@ static void fails(const char *func, int err, enum op op)
 	errors = vt_hw_counter(ctx, opt.port, "odp_fault_errors");
 	ok = errors >= 0 && inject_start(func, err) && post(&s, op, seed);
 	if (ok) {
-		failed = complete(&s, op, &status) == 1;
+		failed = complete(&s, op, &status) == 1 && status == want;
 		vt_hw_counters_settle();
 		d_errors = vt_hw_counter(ctx, opt.port, "odp_fault_errors") - errors;
 	}
@@ -324,8 +327,9 @@ static void fails(const char *func, int err, enum op op)
 		ok = false;
 	}
 	tap_ok(ok && failed && d_errors > 0,
-	       "%s from %s(): %s completes with an error, %ld fault errors; a new QP pair "
-	       "then moves the right bytes", strerror(err), func, op_names[op], d_errors);
+	       "%s from %s(): %s completes with %s, %ld fault errors; a new QP pair then moves "
+	       "the right bytes", strerror(err), func, op_names[op], ibv_wc_status_str(want),
+	       d_errors);
 }
 
 int main(int argc, char **argv)
@@ -348,12 +352,12 @@ int main(int argc, char **argv)
 
 	for (op = 0; op < NR_OPS; op++)
 		unsettled(op);
-	fails("hmm_range_fault", EFAULT, WRITE_INTO);
-	fails("hmm_range_fault", EFAULT, SEND_FROM);
+	fails("hmm_range_fault", EFAULT, WRITE_INTO, IBV_WC_REM_ACCESS_ERR);
+	fails("hmm_range_fault", EFAULT, SEND_FROM, IBV_WC_LOC_PROT_ERR);
 	if (vt_odp_dma(ctx, &opt) == VT_DMA_VIRTUAL)
 		tap_skip("virtual DMA links no pages", "-EIO from hmm_dma_map_pfns()");
 	else
-		fails("hmm_dma_map_pfns", EIO, READ_FROM);
+		fails("hmm_dma_map_pfns", EIO, READ_FROM, IBV_WC_REM_ACCESS_ERR);
 
 	ibv_close_device(ctx);
 	return tap_done();
