@@ -95,12 +95,12 @@ static const char *const op_names[NR_OPS] = {
 };
 
 /* One test's buffers: a pinned one and an untouched ODP one, and a QP pair. */
-struct setup {
+struct odp_pair {
 	struct vt_loopback lb;
 	struct vt_odp_buf pinned, odp;
 };
 
-static bool setup(struct setup *s)
+static bool odp_pair_open(struct odp_pair *s)
 {
 	memset(s, 0, sizeof(*s));
 	if (vt_loopback_create(&s->lb, ctx, &opt)) {
@@ -119,7 +119,7 @@ static bool setup(struct setup *s)
 	return true;
 }
 
-static void teardown(struct setup *s)
+static void odp_pair_close(struct odp_pair *s)
 {
 	vt_odp_buf_fini(&s->odp);
 	vt_odp_buf_fini(&s->pinned);
@@ -135,12 +135,12 @@ static bool from_odp(enum op op)
 	return op == READ_FROM || op == SEND_FROM || op == ATOMIC_ON;
 }
 
-static struct vt_odp_buf *source(struct setup *s, enum op op)
+static struct vt_odp_buf *source(struct odp_pair *s, enum op op)
 {
 	return from_odp(op) ? &s->odp : &s->pinned;
 }
 
-static struct vt_odp_buf *destination(struct setup *s, enum op op)
+static struct vt_odp_buf *destination(struct odp_pair *s, enum op op)
 {
 	return from_odp(op) ? &s->pinned : &s->odp;
 }
@@ -151,7 +151,7 @@ static struct vt_odp_buf *destination(struct setup *s, enum op op)
  * For the atomic, the ODP MR's first 8 bytes hold the pattern, and the original value
  * comes back into the pinned buffer.
  */
-static bool post(struct setup *s, enum op op, unsigned int seed)
+static bool post(struct odp_pair *s, enum op op, unsigned int seed)
 {
 	struct vt_odp_buf *src = source(s, op), *dst = destination(s, op);
 	bool read = op == READ_FROM || op == READ_INTO;
@@ -206,7 +206,7 @@ static bool post(struct setup *s, enum op op, unsigned int seed)
  * Wait for @op's completions: 0 when all succeeded, 1 when one completed with an error
  * (*status, said), -1 when one did not come.
  */
-static int complete(struct setup *s, enum op op, enum ibv_wc_status *status)
+static int complete(struct odp_pair *s, enum op op, enum ibv_wc_status *status)
 {
 	struct ibv_wc wc;
 
@@ -234,7 +234,7 @@ static int complete(struct setup *s, enum op op, enum ibv_wc_status *status)
 }
 
 /* Whether the destination holds the pattern; for the atomic, the value and the original. */
-static bool right_bytes(struct setup *s, enum op op, unsigned int seed)
+static bool right_bytes(struct odp_pair *s, enum op op, unsigned int seed)
 {
 	uint64_t orig, now, back;
 	long bad;
@@ -263,10 +263,10 @@ static void unsettled(enum op op)
 	long retries, errors, d_retries, d_errors;
 	enum ibv_wc_status status;
 	unsigned int seed = 0x4400 + op;
-	struct setup s;
+	struct odp_pair s;
 	bool ok;
 
-	if (!setup(&s)) {
+	if (!odp_pair_open(&s)) {
 		tap_ok(false, "-EBUSY: %s: cannot set up", op_names[op]);
 		return;
 	}
@@ -288,7 +288,7 @@ static void unsettled(enum op op)
 	tap_ok(ok && d_retries > 0 && d_errors == 0,
 	       "-EBUSY from hmm_range_fault(): %s completes with the right bytes after %ld "
 	       "retried faults, %ld fault errors", op_names[op], d_retries, d_errors);
-	teardown(&s);
+	odp_pair_close(&s);
 }
 
 /*
@@ -302,9 +302,9 @@ static void fails(const char *func, int err, enum op op, enum ibv_wc_status want
 	unsigned int seed = 0x4500 + op;
 	long errors, d_errors = 0;
 	bool ok, failed = false;
-	struct setup s;
+	struct odp_pair s;
 
-	if (!setup(&s)) {
+	if (!odp_pair_open(&s)) {
 		tap_ok(false, "%s from %s(): cannot set up", strerror(err), func);
 		return;
 	}
@@ -317,12 +317,12 @@ static void fails(const char *func, int err, enum op op, enum ibv_wc_status want
 		d_errors = vt_hw_counter(ctx, opt.port, "odp_fault_errors") - errors;
 	}
 	ok = inject_stop() && ok;
-	teardown(&s);
+	odp_pair_close(&s);
 	/* The device keeps working: a new pair, no injection. */
-	if (ok && failed && setup(&s)) {
+	if (ok && failed && odp_pair_open(&s)) {
 		ok = post(&s, op, seed + 1) && complete(&s, op, &status) == 0 &&
 		     right_bytes(&s, op, seed + 1);
-		teardown(&s);
+		odp_pair_close(&s);
 	} else {
 		ok = false;
 	}

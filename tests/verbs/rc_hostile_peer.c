@@ -194,9 +194,18 @@ static bool connect_qp(struct peer *p)
 	struct ibv_qp_init_attr init = { .send_cq = p->cq, .recv_cq = p->cq, .qp_type = IBV_QPT_RC,
 					 .cap = { .max_send_wr = 4, .max_recv_wr = 4,
 						  .max_send_sge = 1, .max_recv_sge = 1 } };
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qp_access_flags = IBV_ACCESS_REMOTE_READ };
-	int ret;
+	struct vt_rc_path path = {
+		.port = 1,
+		.gid_index = p->gid_index,
+		.remote_qpn = PEER_QPN,
+		.access = IBV_ACCESS_REMOTE_READ,
+		.sq_psn = 0x100,
+		.hop_limit = 64,
+		.rd_atomic = 1,
+		.timeout = 18,		/* about 1 s: the peer answers at once */
+		.retry_cnt = 1,
+		.rnr_retry = 1,
+	};
 
 	if (p->qp)
 		ibv_destroy_qp(p->qp);
@@ -205,39 +214,14 @@ static bool connect_qp(struct peer *p)
 		tap_diag("ibv_create_qp: %s", strerror(errno));
 		return false;
 	}
-	ret = ibv_modify_qp(p->qp, &a, IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-			    IBV_QP_ACCESS_FLAGS);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = PEER_QPN;
-	a.max_dest_rd_atomic = 1;
-	a.min_rnr_timer = 12;
-	a.ah_attr.is_global = 1;
-	a.ah_attr.port_num = 1;
-	a.ah_attr.grh.sgid_index = p->gid_index;
-	a.ah_attr.grh.hop_limit = 64;
-	a.ah_attr.grh.dgid.raw[10] = 0xff;
-	a.ah_attr.grh.dgid.raw[11] = 0xff;
-	memcpy(a.ah_attr.grh.dgid.raw + 12, &p->peer_ip, 4);
-	if (!ret)
-		ret = ibv_modify_qp(p->qp, &a, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-				    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-				    IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTS;
-	a.timeout = 18;		/* about 1 s: the peer answers at once */
-	a.retry_cnt = 1;
-	a.rnr_retry = 1;
-	a.sq_psn = 0x100;
-	a.max_rd_atomic = 1;
-	if (!ret)
-		ret = ibv_modify_qp(p->qp, &a, IBV_QP_STATE | IBV_QP_TIMEOUT |
-				    IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN |
-				    IBV_QP_MAX_QP_RD_ATOMIC);
-	if (ret)
-		tap_diag("ibv_modify_qp to the peer: %s", strerror(ret));
-	return !ret;
+	path.dgid.raw[10] = 0xff;
+	path.dgid.raw[11] = 0xff;
+	memcpy(path.dgid.raw + 12, &p->peer_ip, 4);
+	if (vt_connect_rc(p->qp, &path)) {
+		tap_diag("cannot connect a QP to the peer (the reason is on stderr)");
+		return false;
+	}
+	return true;
 }
 
 /* Post an RDMA READ of the peer's memory into buf; the peer's request PSN, or -1. */

@@ -112,14 +112,12 @@ struct ibv_context *vt_open_device(const char *name)
 	return ctx;
 }
 
-static int qp_to_rts(struct ibv_qp *qp, uint32_t remote_qpn, const struct vt_loopback *lb)
+int vt_connect_rc(struct ibv_qp *qp, const struct vt_rc_path *path)
 {
 	struct ibv_qp_attr attr = {
 		.qp_state = IBV_QPS_INIT,
-		.port_num = lb->port,
-		.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-				   IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |
-				   lb->extra_access,
+		.port_num = path->port,
+		.qp_access_flags = path->access,
 	};
 	int ret;
 
@@ -133,29 +131,31 @@ static int qp_to_rts(struct ibv_qp *qp, uint32_t remote_qpn, const struct vt_loo
 	memset(&attr, 0, sizeof(attr));
 	attr.qp_state = IBV_QPS_RTR;
 	attr.path_mtu = IBV_MTU_1024;
-	attr.dest_qp_num = remote_qpn;
-	attr.max_dest_rd_atomic = 4;
+	attr.dest_qp_num = path->remote_qpn;
+	attr.rq_psn = path->rq_psn;
+	attr.max_dest_rd_atomic = path->rd_atomic;
 	attr.min_rnr_timer = 12;
 	attr.ah_attr.is_global = 1;
-	attr.ah_attr.port_num = lb->port;
-	attr.ah_attr.grh.dgid = lb->gid;
-	attr.ah_attr.grh.sgid_index = lb->gid_index;
-	attr.ah_attr.grh.hop_limit = 1;
+	attr.ah_attr.port_num = path->port;
+	attr.ah_attr.grh.dgid = path->dgid;
+	attr.ah_attr.grh.sgid_index = path->gid_index;
+	attr.ah_attr.grh.hop_limit = path->hop_limit;
 	ret = ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
 			    IBV_QP_DEST_QPN | IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC |
 			    IBV_QP_MIN_RNR_TIMER);
 	if (ret) {
 		fprintf(stderr, "ibv_modify_qp(qpn %u, RTR to qpn %u): %s\n", qp->qp_num,
-			remote_qpn, strerror(ret));
+			path->remote_qpn, strerror(ret));
 		return -1;
 	}
 
 	memset(&attr, 0, sizeof(attr));
 	attr.qp_state = IBV_QPS_RTS;
-	attr.timeout = lb->qp_timeout;
-	attr.retry_cnt = 7;
-	attr.rnr_retry = 7;
-	attr.max_rd_atomic = 4;
+	attr.timeout = path->timeout;
+	attr.retry_cnt = path->retry_cnt;
+	attr.rnr_retry = path->rnr_retry;
+	attr.sq_psn = path->sq_psn;
+	attr.max_rd_atomic = path->rd_atomic;
 	ret = ibv_modify_qp(qp, &attr, IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
 			    IBV_QP_RNR_RETRY | IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC);
 	if (ret) {
@@ -163,6 +163,27 @@ static int qp_to_rts(struct ibv_qp *qp, uint32_t remote_qpn, const struct vt_loo
 		return -1;
 	}
 	return 0;
+}
+
+/* The path from one QP of a loopback pair to the other. */
+static int loopback_connect(const struct vt_loopback *lb, struct ibv_qp *qp,
+			    uint32_t remote_qpn)
+{
+	struct vt_rc_path path = {
+		.port = lb->port,
+		.gid_index = lb->gid_index,
+		.dgid = lb->gid,
+		.remote_qpn = remote_qpn,
+		.access = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			  IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC | lb->extra_access,
+		.hop_limit = 1,
+		.rd_atomic = 4,
+		.timeout = lb->qp_timeout,
+		.retry_cnt = 7,
+		.rnr_retry = 7,
+	};
+
+	return vt_connect_rc(qp, &path);
 }
 
 int vt_loopback_create(struct vt_loopback *lb, struct ibv_context *ctx,
@@ -229,8 +250,8 @@ int vt_loopback_create_ex(struct vt_loopback *lb, struct ibv_context *ctx,
 			goto err;
 		}
 	}
-	if (qp_to_rts(lb->qp[0], lb->qp[1]->qp_num, lb) ||
-	    qp_to_rts(lb->qp[1], lb->qp[0]->qp_num, lb))
+	if (loopback_connect(lb, lb->qp[0], lb->qp[1]->qp_num) ||
+	    loopback_connect(lb, lb->qp[1], lb->qp[0]->qp_num))
 		goto err;
 	return 0;
 err:

@@ -25,6 +25,23 @@ void vt_parse_options(int argc, char **argv, struct vt_options *opt);
 
 struct ibv_context *vt_open_device(const char *name);
 
+/* Where an RC QP sends to and how it behaves on the way; see vt_connect_rc(). */
+struct vt_rc_path {
+	uint8_t port;
+	int gid_index;		/* the local GID the QP sends from */
+	union ibv_gid dgid;	/* the remote QP's GID */
+	uint32_t remote_qpn;
+	int access;		/* IBV_ACCESS_* the remote side may use on this QP */
+	uint32_t sq_psn, rq_psn;
+	uint8_t hop_limit;
+	uint8_t rd_atomic;	/* READ/atomic requests in flight, each way */
+	uint8_t timeout;	/* local ACK timeout, 4.096 us * 2^n */
+	uint8_t retry_cnt, rnr_retry;
+};
+
+/* Move a new RC QP through INIT and RTR to RTS along path: 0, or -1 said on stderr. */
+int vt_connect_rc(struct ibv_qp *qp, const struct vt_rc_path *path);
+
 /* Two RC QPs on one device and port, each connected to the other. */
 struct vt_loopback {
 	struct ibv_context *ctx;
