@@ -18,9 +18,9 @@
  * flushed, like the requests after it), the fault is counted as one, and a new QP pair
  * on the same device then moves data as before.
  *
- * The injection is not scoped to this task (the faults run in rxe's work queue), so the
- * program runs alone in its guest, as the harness runs it. About 10 s.
+ * The injection reaches the whole guest (lib/inject.h). About 10 s.
  */
+#include "lib/inject.h"
 #include "lib/odp.h"
 #include "lib/tap.h"
 
@@ -30,43 +30,12 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#define FAIL_FUNCTION	"/sys/kernel/debug/fail_function/"
 #define BUF_SIZE	(1UL << 20)
 /* How long the injection may take to reach a fault: long, the machine may be busy. */
 #define REACH_MS	30000
 
 static struct vt_options opt;
 static struct ibv_context *ctx;
-
-/* Make @func return @err on every call until inject_stop(); false (said) on failure. */
-static bool inject_start(const char *func, int err)
-{
-	char path[128], val[32];
-
-	if (!vt_write_str(FAIL_FUNCTION "inject", func)) {
-		tap_diag("cannot add %s to " FAIL_FUNCTION "inject: %s", func, strerror(errno));
-		return false;
-	}
-	snprintf(path, sizeof(path), FAIL_FUNCTION "%s/retval", func);
-	snprintf(val, sizeof(val), "%#llx", (unsigned long long)(long long)-err);
-	if (!vt_write_str(path, val) || !vt_write_str(FAIL_FUNCTION "verbose", "0") ||
-	    !vt_write_str(FAIL_FUNCTION "interval", "1") ||
-	    !vt_write_str(FAIL_FUNCTION "times", "-1") ||
-	    !vt_write_str(FAIL_FUNCTION "probability", "100")) {
-		tap_diag("cannot set up the injection into %s: %s", func, strerror(errno));
-		return false;
-	}
-	return true;
-}
-
-static bool inject_stop(void)
-{
-	if (vt_write_str(FAIL_FUNCTION "probability", "0") &&
-	    vt_write_str(FAIL_FUNCTION "inject", "\n"))
-		return true;
-	tap_diag("cannot stop the injection: %s", strerror(errno));
-	return false;
-}
 
 /* Wait until counter @name passes @before; false (said) when it did not within REACH_MS. */
 static bool counter_moves(const char *name, long before)
@@ -277,10 +246,10 @@ static void unsettled(enum op op)
 	if (!ok)
 		tap_diag("cannot read odp_fault_retries and odp_fault_errors (a kernel without "
 			 "them fails a fault that does not settle)");
-	ok = ok && inject_start("hmm_range_fault", EBUSY);
+	ok = ok && vt_inject_start("hmm_range_fault", EBUSY, 100);
 	ok = ok && post(&s, op, seed);
 	ok = ok && counter_moves("odp_fault_retries", retries);
-	ok = inject_stop() && ok;
+	ok = vt_inject_stop() && ok;
 	ok = ok && complete(&s, op, &status) == 0 && right_bytes(&s, op, seed);
 	vt_hw_counters_settle();
 	d_retries = vt_hw_counter(ctx, opt.port, "odp_fault_retries") - retries;
@@ -310,13 +279,13 @@ static void fails(const char *func, int err, enum op op, enum ibv_wc_status want
 	}
 	vt_hw_counters_settle();
 	errors = vt_hw_counter(ctx, opt.port, "odp_fault_errors");
-	ok = errors >= 0 && inject_start(func, err) && post(&s, op, seed);
+	ok = errors >= 0 && vt_inject_start(func, err, 100) && post(&s, op, seed);
 	if (ok) {
 		failed = complete(&s, op, &status) == 1 && status == want;
 		vt_hw_counters_settle();
 		d_errors = vt_hw_counter(ctx, opt.port, "odp_fault_errors") - errors;
 	}
-	ok = inject_stop() && ok;
+	ok = vt_inject_stop() && ok;
 	odp_pair_close(&s);
 	/* The device keeps working: a new pair, no injection. */
 	if (ok && failed && odp_pair_open(&s)) {
@@ -340,15 +309,14 @@ int main(int argc, char **argv)
 
 	ctx = vt_odp_start(argc, argv, &opt, tests, VT_NEED_ODP | VT_NEED_COUNTERS,
 			   "ODP fault injection", &attr);
-	if (access(FAIL_FUNCTION "inject", W_OK)) {
+	if (!vt_inject_available()) {
 		for (int i = 0; i < tests; i++)
-			tap_skip("no " FAIL_FUNCTION " (CONFIG_FAIL_FUNCTION): the distro-mm "
-				 "profile has it", "ODP fault injection check %d", i + 1);
+			tap_skip(VT_NO_FAIL_FUNCTION, "ODP fault injection check %d", i + 1);
 		ibv_close_device(ctx);
 		return tap_done();
 	}
 	/* Nothing left over from a run that died. */
-	inject_stop();
+	vt_inject_stop();
 
 	for (op = 0; op < NR_OPS; op++)
 		unsettled(op);

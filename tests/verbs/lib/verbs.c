@@ -17,14 +17,32 @@ const struct vt_transfer vt_transfers[VT_NTRANSFERS] = {
 	{ IBV_WR_RDMA_READ, "RDMA READ" },
 };
 
+/* The options of this program beyond the common ones (vt_extra_options()). */
+static const struct vt_extra_option *extra_opts;
+
+void vt_extra_options(const struct vt_extra_option *extra)
+{
+	extra_opts = extra;
+}
+
 static void usage(const char *prog, int status)
 {
-	fprintf(status ? stderr : stdout,
-		"usage: %s [--dev NAME] [--port N] [--gid N]\n"
+	FILE *f = status ? stderr : stdout;
+	const struct vt_extra_option *x;
+
+	fprintf(f,
+		"usage: %s [--dev NAME] [--port N] [--gid N]%s\n"
 		"  --dev NAME  RDMA device (default: the first one)\n"
 		"  --port N    port number (default: 1)\n"
-		"  --gid N     GID index of a RoCEv2 IPv4-mapped GID (default: 1)\n"
-		"Prints TAP; exits non-zero when a check fails.\n", prog);
+		"  --gid N     GID index of a RoCEv2 IPv4-mapped GID (default: 1)\n",
+		prog, extra_opts && extra_opts->name ? " [OPTIONS]" : "");
+	for (x = extra_opts; x && x->name; x++) {
+		int pad = 8 - (int)strlen(x->name);
+
+		fprintf(f, "  --%s N%*s%s (default: %ld)\n", x->name, pad > 1 ? pad : 1, "",
+			x->help, *x->value);
+	}
+	fprintf(f, "Prints TAP; exits non-zero when a check fails.\n");
 	exit(status);
 }
 
@@ -43,17 +61,27 @@ static long parse_number(const char *prog, const char *what, const char *s, long
 	return v;
 }
 
+#define VT_MAX_EXTRA_OPTIONS 8
+
 void vt_parse_options(int argc, char **argv, struct vt_options *opt)
 {
-	static const struct option longopts[] = {
+	struct option longopts[4 + VT_MAX_EXTRA_OPTIONS + 1] = {
 		{ "dev", required_argument, NULL, 'd' },
 		{ "port", required_argument, NULL, 'p' },
 		{ "gid", required_argument, NULL, 'g' },
 		{ "help", no_argument, NULL, 'h' },
-		{ 0 }
 	};
-	int c;
+	int c, n = 0;
 
+	for (; extra_opts && extra_opts[n].name; n++) {
+		if (n == VT_MAX_EXTRA_OPTIONS) {
+			fprintf(stderr, "%s: more than %d options of its own\n", argv[0],
+				VT_MAX_EXTRA_OPTIONS);
+			exit(2);
+		}
+		longopts[4 + n] = (struct option){ extra_opts[n].name, required_argument, NULL,
+						   256 + n };
+	}
 	opt->dev = NULL;
 	opt->port = 1;
 	opt->gid_index = 1;
@@ -73,6 +101,12 @@ void vt_parse_options(int argc, char **argv, struct vt_options *opt)
 			usage(argv[0], 0);
 			break;
 		default:
+			if (c >= 256 && c < 256 + n) {
+				const struct vt_extra_option *x = &extra_opts[c - 256];
+
+				*x->value = parse_number(argv[0], x->name, optarg, x->max);
+				break;
+			}
 			usage(argv[0], 2);
 		}
 	}

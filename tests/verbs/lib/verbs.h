@@ -20,6 +20,17 @@ struct vt_options {
 	uint8_t qp_timeout;	/* the loopback QPs' local ACK timeout, 4.096 us * 2^n */
 };
 
+/* A numeric option of one program, beyond the ones every program takes. */
+struct vt_extra_option {
+	const char *name;	/* --name N */
+	const char *help;
+	long max;		/* N from 0 to max */
+	long *value;		/* the default before parsing, the value after */
+};
+
+/* The options vt_parse_options() takes besides its own: an array ending with { 0 }. */
+void vt_extra_options(const struct vt_extra_option *extra);
+
 /* Parse --dev NAME, --port N, --gid N; prints usage and exits on bad input. */
 void vt_parse_options(int argc, char **argv, struct vt_options *opt);
 
