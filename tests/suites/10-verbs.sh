@@ -38,6 +38,13 @@ for name in odp_memlock; do
 	run_tap "verbs-$name-unprivileged" 300 prlimit --memlock=65536:65536 setpriv \
 		--reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$t" --dev "$RDMA_DEV"
 done
+# Random verbs sequences with one function of the ODP fault path failing on 10% of its
+# calls at each step (function error injection: distro-mm; elsewhere the checks skip).
+t=$dir/odp_random
+if [ -x "$t" ]; then
+	echo "running odp_random with faults injected"
+	run_tap verbs-odp_random-inject 300 "$t" --dev "$RDMA_DEV" --seed 2 --ops 3000 --inject 10
+fi
 # A hostile RoCE peer: soft-RoCE on a tap whose other end is the test program, which
 # answers the device's requests wrongly (its addresses: rc_hostile_peer.c).
 t=$dir/rc_hostile_peer
