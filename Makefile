@@ -11,6 +11,8 @@
 #                                                    (no patches, our config) for KERNEL=
 #   make export-patches                              kernel commits -> kernel/patches/
 #   make check-series [FROM=N]                       checkpatch --strict, each patch builds, W=1
+#   make soak [PROFILE=name] [KERNEL=...]            random verbs sequences, one seed after
+#             [SOAK_SECONDS=n] [SEED=n]             another (default distro-mm, 1800 s)
 #   make mutants [ONLY=name] [MUTANT_PROFILE=p]     known-bad kernels (tests/mutants/) must
 #                                                    fail the suites that should notice them
 #   make install [PREFIX=/usr/local] [DESTDIR=]      libibodp, its header, pkg-config file,
@@ -25,15 +27,20 @@ BOOTS ?=
 FROM ?=
 ONLY ?=
 MUTANT_PROFILE ?=
+SOAK_SECONDS ?=
+SEED ?=
 PREFIX ?= /usr/local
 DESTDIR ?=
-export PROFILE KERNEL SUITES BENCH_SECONDS COMPARE BOOTS FROM ONLY MUTANT_PROFILE
+export PROFILE KERNEL SUITES BENCH_SECONDS COMPARE BOOTS FROM ONLY MUTANT_PROFILE SOAK_SECONDS SEED
 
 test:
 	@bash scripts/test.sh
 
 bench:
 	@bash scripts/bench.sh
+
+soak:
+	@bash scripts/soak.sh
 
 run:
 	@bash scripts/run.sh
@@ -66,4 +73,4 @@ install:
 clean:
 	rm -rf build
 
-.PHONY: test bench run shell kernel peer export-patches check-series mutants install clean
+.PHONY: test bench soak run shell kernel peer export-patches check-series mutants install clean

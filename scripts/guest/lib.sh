@@ -183,6 +183,16 @@ memcg_on() {
 }
 
 # Whether SUITES (vmt_suites) picks suite $1: every suite when it is unset.
+# kmemleak (debug kernel): one scan after everything ran, into $OUT/kmemleak; whatever
+# it lists is a leak (scripts/results.py judges it).
+kmemleak_report() {
+	[ -w /sys/kernel/debug/kmemleak ] || return 0
+	echo scan >/sys/kernel/debug/kmemleak
+	sleep 5
+	echo scan >/sys/kernel/debug/kmemleak
+	cat /sys/kernel/debug/kmemleak >"$OUT/kmemleak"
+}
+
 suite_wanted() {
 	local want
 	[ -n "${vmt_suites:-}" ] || return 0

@@ -52,11 +52,5 @@ echo "swiotlb_hiwater=$(cat /sys/kernel/debug/swiotlb/io_tlb_used_hiwater 2>/dev
 	>>"$OUT/facts"
 teardown_rxe
 
-# kmemleak (debug kernel): one scan after everything ran; whatever it lists is a leak.
-if [ -w /sys/kernel/debug/kmemleak ]; then
-	echo scan >/sys/kernel/debug/kmemleak
-	sleep 5
-	echo scan >/sys/kernel/debug/kmemleak
-	cat /sys/kernel/debug/kmemleak >"$OUT/kmemleak"
-fi
+kmemleak_report
 echo ok >"$OUT/done"
