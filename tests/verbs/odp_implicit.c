@@ -4,12 +4,14 @@
  * IBV_ACCESS_ON_DEMAND | ...), used by its lkey for local buffers and by its rkey for
  * remote access, at addresses far apart, across the boundary of the driver's child
  * ranges, after invalidations, with atomics, and at an address with nothing mapped
- * (an access error, not a kernel report). Every byte is checked; the ODP counters show
- * the faults and invalidations.
+ * (an access error, not a kernel report), also many times over far apart, which must
+ * cost the kernel nothing. Every byte is checked; the ODP counters show the faults and
+ * invalidations.
  */
 #include "lib/odp.h"
 #include "lib/tap.h"
 
+#include <stdlib.h>
 #include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -22,6 +24,10 @@
 #define FAR_OFFSET	(100ULL << 30)
 /* The size of rxe's child ranges; any power of two up to it works the same. */
 #define CHILD_SIZE	(256ULL << 20)
+/* Accesses into unmapped memory, each in a window of its own; their kernel memory. */
+#define HOLE_TRIES	64
+#define HOLE_STRIDE	(1ULL << 30)
+#define HOLE_KB_MAX	4096	/* a child each: 512 KiB * HOLE_TRIES * 3 kinds */
 
 static struct vt_options opt;
 static struct ibv_context *ctx;
@@ -146,6 +152,82 @@ static void test_unmapped(struct vt_loopback *lb, unsigned char *near, uintptr_t
 	       ret ? "no completion" : ibv_wc_status_str(status));
 }
 
+/* Slab plus vmalloc memory of the kernel, in kB, from /proc/meminfo; -1 if unreadable. */
+static long kernel_kb(void)
+{
+	FILE *f = fopen("/proc/meminfo", "r");
+	long slab = -1, vmalloc = -1, v;
+	char line[128];
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "Slab: %ld kB", &v) == 1)
+			slab = v;
+		else if (sscanf(line, "VmallocUsed: %ld kB", &v) == 1)
+			vmalloc = v;
+	}
+	fclose(f);
+	return slab < 0 || vmalloc < 0 ? -1 : slab + vmalloc;
+}
+
+/*
+ * Many accesses into unmapped memory, each in a window of its own: an RDMA WRITE (a
+ * remote access error), a prefetch (EFAULT) and a prefetch without faults (nothing to
+ * do). The driver once kept the 512 KiB page list of a child range for each until the
+ * MR went away, so a peer's failed WRITEs could exhaust the kernel's memory.
+ */
+static void test_holes_cost_nothing(unsigned char *near, uintptr_t hole)
+{
+	int writes = 0, prefetches = 0, no_fault = 0, tried = 0, i;
+	struct ibv_pd *pd = ibv_alloc_pd(ctx);
+	struct ibv_mr *mr = pd ? ibv_reg_mr(pd, NULL, SIZE_MAX, VT_ODP_ACCESS) : NULL;
+	long before = kernel_kb(), grew = 0;
+	struct vt_loopback lb;
+
+	for (i = 0; mr && i < HOLE_TRIES; i++) {
+		uintptr_t a = hole + i * HOLE_STRIDE;
+		struct ibv_sge sge = { a + CHILD_SIZE, (uint32_t)page_size, mr->lkey };
+		enum ibv_wc_status status = IBV_WC_SUCCESS;
+		void *probe;
+
+		/* Only a window with nothing mapped at all: one the test can map itself. */
+		probe = mmap((void *)a, HOLE_STRIDE, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS |
+			     MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+		if (probe != MAP_FAILED)
+			munmap(probe, HOLE_STRIDE);
+		if (probe != (void *)a)
+			continue;
+		tried++;
+		/* The WRITE kills its QP pair: one pair each. */
+		if (vt_loopback_create_on(&lb, ctx, &opt, pd))
+			break;
+		if (!vt_rdma(&lb, IBV_WR_RDMA_WRITE, near, mr, (void *)a, mr, page_size,
+			     &status) && status == IBV_WC_REM_ACCESS_ERR)
+			writes++;
+		vt_loopback_destroy(&lb);
+		if (vt_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH, IBV_ADVISE_MR_FLAG_FLUSH,
+				 &sge, 1, NULL) == EFAULT)
+			prefetches++;
+		sge.addr = a + 2 * CHILD_SIZE;
+		if (!vt_advise_mr(pd, IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT,
+				  IBV_ADVISE_MR_FLAG_FLUSH, &sge, 1, NULL))
+			no_fault++;
+	}
+	if (before >= 0)
+		grew = kernel_kb() - before;
+	tap_ok(mr && before >= 0 && tried >= HOLE_TRIES / 2 && writes == tried &&
+	       prefetches == tried && no_fault == tried && grew < HOLE_KB_MAX,
+	       "%d RDMA WRITEs, prefetches and prefetches without faults into unmapped "
+	       "memory, each in a window of its own: %d remote access errors, %d EFAULT, "
+	       "%d done; the kernel's memory grew %ld kB (less than %d)", tried, writes,
+	       prefetches, no_fault, grew, HOLE_KB_MAX);
+	if (mr)
+		ibv_dereg_mr(mr);
+	if (pd)
+		ibv_dealloc_pd(pd);
+}
+
 #define RC_CAPS (IBV_ODP_SUPPORT_SEND | IBV_ODP_SUPPORT_RECV | IBV_ODP_SUPPORT_WRITE | \
 		 IBV_ODP_SUPPORT_READ | IBV_ODP_SUPPORT_ATOMIC)
 
@@ -157,7 +239,7 @@ int main(int argc, char **argv)
 
 	page_size = sysconf(_SC_PAGESIZE);
 	buf_size = NPAGES * page_size;
-	ctx = vt_odp_start(argc, argv, &opt, 2 + VT_NTRANSFERS + 1 + 2 + 1 + 1 + 1,
+	ctx = vt_odp_start(argc, argv, &opt, 2 + VT_NTRANSFERS + 1 + 2 + 1 + 1 + 1 + 1,
 			   VT_NEED_IMPLICIT, "implicit ODP", &attr);
 	/* Implicit ODP is only of use with the RC operations the checks below make. */
 	tap_ok((attr.odp_caps.per_transport_caps.rc_odp_caps & RC_CAPS) == RC_CAPS,
@@ -180,6 +262,7 @@ int main(int argc, char **argv)
 	test_invalidations(&lb, near, far);
 	test_atomic(&lb, near, far);
 	test_unmapped(&lb, near, (uintptr_t)far - FAR_OFFSET);
+	test_holes_cost_nothing(near, (uintptr_t)far - FAR_OFFSET - HOLE_TRIES * HOLE_STRIDE);
 
 	tap_ok(!ibv_dereg_mr(imr), "implicit MR deregistered after traffic");
 	munmap(far, buf_size);
