@@ -1359,32 +1359,44 @@ static bool step_cpu_write(void)
 	return true;
 }
 
+/* The model of pages [pg, pg + npg) of r after they were dropped: zeros, holes left out. */
+static void model_zero(struct region *r, size_t pg, size_t npg)
+{
+	size_t i;
+
+	for (i = pg; i < pg + npg; i++)
+		if (r->page[i] != PG_HOLE) {
+			memset(r->want + i * PAGE, 0, PAGE);
+			memset(r->state + i * PAGE, B_EXACT, PAGE);
+		}
+}
+
+/* The regions each change to memory applies to. */
+static const unsigned int step_kinds[S_NSTEPS] = {
+	[S_DONTNEED] = ALL_ODP, [S_FREE] = PRIVATE_ODP, [S_PAGEOUT] = ALL_ODP,
+	[S_PROTECT] = ALL_ODP, [S_UNMAP] = ALL_ODP, [S_REMAP] = ALL_ODP,
+	[S_PUNCH] = 1u << K_SHARED, [S_COLLAPSE] = 1u << K_THP,
+};
+
 static bool step_memory(enum step s)
 {
-	size_t pg, npg, i, o;
 	struct region *r;
+	size_t pg, npg, o;
+	bool ro;
 
+	r = odp_pages(&pg, &npg, step_kinds[s]);
+	if (!r)
+		return true;
+	say("%s r%d pages %zu+%zu", steps[s].name, r->id, pg, npg);
 	switch (s) {
 	case S_DONTNEED:
-		r = odp_pages(&pg, &npg, ALL_ODP);
-		if (!r)
-			return true;
-		say("MADV_DONTNEED r%d pages %zu+%zu", r->id, pg, npg);
 		if (!each_mapped_run(r, pg, npg, do_madvise, MADV_DONTNEED))
 			return false;
 		/* Private pages start again from zero; a memfd keeps its pages. */
 		if (r->kind != K_SHARED)
-			for (i = pg; i < pg + npg; i++)
-				if (r->page[i] != PG_HOLE) {
-					memset(r->want + i * PAGE, 0, PAGE);
-					memset(r->state + i * PAGE, B_EXACT, PAGE);
-				}
+			model_zero(r, pg, npg);
 		return true;
 	case S_FREE:
-		r = odp_pages(&pg, &npg, PRIVATE_ODP);
-		if (!r)
-			return true;
-		say("MADV_FREE r%d pages %zu+%zu", r->id, pg, npg);
 		if (!each_mapped_run(r, pg, npg, do_madvise, MADV_FREE))
 			return false;
 		/* Until written again, each page is its bytes or zeros. */
@@ -1400,61 +1412,33 @@ static bool step_memory(enum step s)
 		}
 		return true;
 	case S_PAGEOUT:
-		r = odp_pages(&pg, &npg, ALL_ODP);
-		if (!r)
-			return true;
-		say("MADV_PAGEOUT r%d pages %zu+%zu", r->id, pg, npg);
 		return each_mapped_run(r, pg, npg, do_madvise, MADV_PAGEOUT);
 	case S_COLLAPSE:
-		for (i = 0; i < NREGIONS && regions[i].kind != K_THP; i++)
-			;
-		if (i == NREGIONS)
-			return true;
-		r = &regions[i];
-		say("MADV_COLLAPSE r%d", r->id);
 		return each_mapped_run(r, 0, r->size / PAGE, do_madvise, MADV_COLLAPSE);
-	case S_PROTECT: {
-		bool ro = chance(60);
-
-		r = odp_pages(&pg, &npg, ALL_ODP);
-		if (!r)
-			return true;
-		say("mprotect r%d pages %zu+%zu %s", r->id, pg, npg, ro ? "read-only" : "read-write");
+	case S_PROTECT:
+		ro = chance(60);
+		say("  %s", ro ? "read-only" : "read-write");
 		return each_mapped_run(r, pg, npg, do_mprotect,
 				       ro ? PROT_READ : PROT_READ | PROT_WRITE);
-	}
 	case S_UNMAP:
-		r = odp_pages(&pg, &npg, ALL_ODP);
-		if (!r)
-			return true;
-		say("munmap r%d pages %zu+%zu", r->id, pg, npg);
+		/* Private memory mapped again is zeros; a memfd's pages stay in the file. */
+		if (r->kind != K_SHARED)
+			model_zero(r, pg, npg);
 		if (munmap(r->p + pg * PAGE, npg * PAGE)) {
 			tap_diag("munmap: %s", strerror(errno));
 			return false;
 		}
 		memset(r->page + pg, PG_HOLE, npg);
-		/* Private memory mapped again is zeros; a memfd's pages stay in the file. */
-		if (r->kind != K_SHARED) {
-			memset(r->want + pg * PAGE, 0, npg * PAGE);
-			memset(r->state + pg * PAGE, B_EXACT, npg * PAGE);
-		}
 		return true;
 	case S_REMAP:
-		r = odp_pages(&pg, &npg, ALL_ODP);
-		if (!r)
-			return true;
-		say("mmap again r%d pages %zu+%zu", r->id, pg, npg);
 		return remap(r, pg, npg);
 	case S_PUNCH:
-		r = odp_pages(&pg, &npg, 1u << K_SHARED);
-		if (!r)
-			return true;
-		say("hole punch r%d pages %zu+%zu", r->id, pg, npg);
 		if (fallocate(r->memfd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 			      (off_t)(pg * PAGE), (off_t)(npg * PAGE))) {
 			tap_diag("fallocate(PUNCH_HOLE): %s", strerror(errno));
 			return false;
 		}
+		/* The file's pages are zeros, mapped or not. */
 		memset(r->want + pg * PAGE, 0, npg * PAGE);
 		memset(r->state + pg * PAGE, B_EXACT, npg * PAGE);
 		return true;
