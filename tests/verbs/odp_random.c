@@ -796,6 +796,8 @@ static const struct {
 	{ "hmm_dma_map_pfns", ENOMEM, true },
 };
 static unsigned int armed;	/* arms[] of the step under way */
+#define NARMS (sizeof(arms) / sizeof(arms[0]))
+static long injected_by[NARMS];	/* failures survived, per arms[] */
 
 static bool any_odp(const struct piece *pc, int n)
 {
@@ -827,6 +829,7 @@ static enum outcome judge(const char *what, enum ibv_wc_status got, enum ibv_wc_
 		say("  %s ended in %s: %s injected into %s", what, ibv_wc_status_str(got),
 		    strerrorname_np(arms[armed].err), arms[armed].func);
 		stats.injected++;
+		injected_by[armed]++;
 		return INJECTED;
 	}
 	snprintf(line, sizeof(line), "%s completed with %s, the model says %s%s%s", what,
@@ -1565,6 +1568,7 @@ static bool step_prefetch(void)
 		say("  the prefetch returned %s, injected into %s", strerrorname_np(ret),
 		    arms[armed].func);
 		stats.injected++;
+		injected_by[armed]++;
 		return true;
 	}
 	snprintf(line, sizeof(line), "a prefetch of r%d+%#zx len %zu (%s) returned %s, the model "
@@ -1785,7 +1789,7 @@ int main(int argc, char **argv)
 		enum step s = random_step();
 
 		step_no = ops;
-		armed = inject ? below(sizeof(arms) / sizeof(arms[0])) : 0;
+		armed = inject ? below(NARMS) : 0;
 		if (arms[armed].func && !vt_inject_start(arms[armed].func, arms[armed].err, inject)) {
 			went_on = false;
 			break;
@@ -1809,6 +1813,10 @@ int main(int argc, char **argv)
 		tap_diag("  %-24s %ld", steps[i].name, stats.steps[i]);
 	for (i = 1; i < F_NFAULTS; i++)
 		tap_diag("  fault: %-52s %ld", fault_names[i], stats.faults[i]);
+	for (i = 1; inject && i < (int)NARMS; i++)
+		if (arms[i].hard)
+			tap_diag("  failures survived, %s from %s: %ld",
+				 strerrorname_np(arms[i].err), arms[i].func, injected_by[i]);
 
 	tap_ok(went_on && status_ok, "%ld steps of seed %ld in %lld ms: each ended with the status "
 	       "the model says (%ld errors made on purpose, %ld injected failures survived, %ld "
