@@ -188,6 +188,8 @@ memcg_on() {
 kmemleak_report() {
 	[ -w /sys/kernel/debug/kmemleak ] || return 0
 	echo scan >/sys/kernel/debug/kmemleak
+	# No event to wait for: kmemleak reports an object only once it is older than its
+	# minimum age (5 s), so a second scan after that age finds what the first could not.
 	sleep 5
 	echo scan >/sys/kernel/debug/kmemleak
 	cat /sys/kernel/debug/kmemleak >"$OUT/kmemleak"
