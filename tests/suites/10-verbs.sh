@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# vmtest-timeout: 600
+# vmtest-timeout: 900
 # Our verbs tests (tests/verbs/*.c, built on the host into $BUILD/tests/verbs): one TAP
 # file per program.
 dir=$BUILD/tests/verbs

@@ -18,6 +18,11 @@
  * flushed, like the requests after it), the fault is counted as one, and a new QP pair
  * on the same device then moves data as before.
  *
+ * Without an IOVA: an ODP MR registered while dma_iova_try_alloc() fails (as when the
+ * device's IOVA space is used up) maps its pages one by one, and each operation above
+ * must move the right bytes through it (rxe once took their IOVAs for physical
+ * addresses).
+ *
  * The injection reaches the whole guest (lib/inject.h). About 10 s.
  */
 #include "lib/inject.h"
@@ -301,10 +306,45 @@ static void fails(const char *func, int err, enum op op, enum ibv_wc_status want
 	       d_errors);
 }
 
+/*
+ * An ODP MR registered while dma_iova_try_alloc() fails (as when the device's IOVA
+ * space is used up): its pages are then mapped one by one, and every operation on it
+ * must still move the right bytes. rxe once took the IOVA of such a page for its
+ * physical address.
+ */
+static void no_iova(void)
+{
+	unsigned int right = 0, seed;
+	enum ibv_wc_status status;
+	struct odp_pair s;
+	long injected = -1;
+	bool ok, opened;
+	enum op op;
+
+	opened = vt_inject_start("dma_iova_try_alloc", 0, 100) && odp_pair_open(&s);
+	if (opened)
+		injected = vt_inject_count();
+	ok = vt_inject_stop() && opened;
+	for (op = 0; ok && op < NR_OPS; op++) {
+		seed = 0x4600 + op;
+		if (post(&s, op, seed) && complete(&s, op, &status) == 0 &&
+		    right_bytes(&s, op, seed))
+			right++;
+		else
+			break;
+	}
+	if (opened)
+		odp_pair_close(&s);
+	tap_ok(ok && injected > 0 && right == NR_OPS,
+	       "ODP MR without an IOVA (dma_iova_try_alloc() failed %ld times at its "
+	       "registration): %u of %d operations on it move the right bytes", injected,
+	       right, NR_OPS);
+}
+
 int main(int argc, char **argv)
 {
 	struct ibv_device_attr_ex attr;
-	const int tests = NR_OPS + 3;
+	const int tests = NR_OPS + 4;
 	enum op op;
 
 	ctx = vt_odp_start(argc, argv, &opt, tests, VT_NEED_ODP | VT_NEED_COUNTERS,
@@ -326,6 +366,11 @@ int main(int argc, char **argv)
 		tap_skip("virtual DMA links no pages", "-EIO from hmm_dma_map_pfns()");
 	else
 		fails("hmm_dma_map_pfns", EIO, READ_FROM, IBV_WC_REM_ACCESS_ERR);
+	if (vt_odp_dma(ctx, &opt) != VT_DMA_IOVA)
+		tap_skip("the device has no IOMMU DMA domain: no IOVA to go without",
+			 "ODP MR without an IOVA");
+	else
+		no_iova();
 
 	ibv_close_device(ctx);
 	return tap_done();

@@ -5,8 +5,12 @@
 
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+
+/* Where "times" starts: it counts down the failures injected. */
+#define INJECT_TIMES "1000000000"
 
 bool vt_inject_available(void)
 {
@@ -26,12 +30,19 @@ bool vt_inject_start(const char *func, int err, unsigned int percent)
 	snprintf(pct, sizeof(pct), "%u", percent);
 	if (!vt_write_str(path, val) || !vt_write_str(VT_FAIL_FUNCTION "verbose", "0") ||
 	    !vt_write_str(VT_FAIL_FUNCTION "interval", "1") ||
-	    !vt_write_str(VT_FAIL_FUNCTION "times", "-1") ||
+	    !vt_write_str(VT_FAIL_FUNCTION "times", INJECT_TIMES) ||
 	    !vt_write_str(VT_FAIL_FUNCTION "probability", pct)) {
 		tap_diag("cannot set up the injection into %s: %s", func, strerror(errno));
 		return false;
 	}
 	return true;
+}
+
+long vt_inject_count(void)
+{
+	long left = vt_read_long(VT_FAIL_FUNCTION "times");
+
+	return left < 0 ? -1 : atol(INJECT_TIMES) - left;
 }
 
 bool vt_inject_stop(void)

@@ -18,9 +18,13 @@
 bool vt_inject_available(void);
 /*
  * Make func return -err on percent of its calls (100: every call) until
- * vt_inject_stop(); only one function at a time. False (said) on failure.
+ * vt_inject_stop(); only one function at a time. False (said) on failure. For a
+ * function that fails by returning false or NULL (its ALLOW_ERROR_INJECTION type NULL),
+ * err is 0.
  */
 bool vt_inject_start(const char *func, int err, unsigned int percent);
+/* Failures injected since vt_inject_start(); -1 when it cannot be read. */
+long vt_inject_count(void);
 bool vt_inject_stop(void);
 
 #endif
