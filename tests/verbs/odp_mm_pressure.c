@@ -22,7 +22,8 @@
  *   fork           the process forks and the child writes all of its copy of the MR
  *   KSM            ksmd merging the MR's pages, which the device's writes then break; the
  *                  rounds write both halves of the MR alike for it (a period of 8 MiB)
- *   all together   the above at once (those the kernel has; fork only outside a cgroup)
+ *   all together   the above at once (those the kernel has; fork only outside a cgroup),
+ *                  in the cgroup limited by memory.high (reclaim without the OOM killer)
  *
  * A cause must have taken pages away (the MR's invalidations counted) for its check to
  * pass; wrong bytes, failed transfers and ODP fault errors must be 0. A fault that did not
@@ -63,8 +64,6 @@
 #ifndef MADV_COLLAPSE
 #define MADV_COLLAPSE	25
 #endif
-#define SPLIT_HUGE_PAGES "/sys/kernel/debug/split_huge_pages"
-#define KSM		"/sys/kernel/mm/ksm/"
 
 static struct vt_options opt;
 static struct ibv_context *ctx;
@@ -78,6 +77,8 @@ struct cause {
 	const char *(*unavailable)(void);
 	/* One action on the MR's memory; false (said) when it failed. */
 	bool (*act)(unsigned int i);
+	/* When set, run before the cause alone, outside its count; false (said) on failure. */
+	bool (*setup)(void);
 };
 
 static const char *no_swap(void)
@@ -140,6 +141,39 @@ static bool compact(unsigned int i)
 	return true;
 }
 
+/*
+ * Compaction moves the small pages below the point where its scanners meet (from the
+ * bottom of a zone up) into free pages above it: pages already high are never moved,
+ * nor THPs, and the MR's may be either (distro-mm's THP mode is "always"). Compact once,
+ * so that what is free lies low, and give the MR new small pages, made before its old
+ * ones are freed (else the allocator hands those back): the cause's compactions then
+ * have the MR's pages to move.
+ */
+static bool compact_setup(void)
+{
+	unsigned char *fresh;
+
+	if (!compact(0))
+		return false;
+	fresh = vt_map_anon(BUF_SIZE, PROT_READ | PROT_WRITE, 0);
+	if (!fresh)
+		return false;
+	/* Small pages: compaction moves no THP. The range may be collapsed again later. */
+	if (madvise(fresh, BUF_SIZE, MADV_NOHUGEPAGE)) {
+		tap_diag("madvise(MADV_NOHUGEPAGE): %s", strerror(errno));
+		munmap(fresh, BUF_SIZE);
+		return false;
+	}
+	memset(fresh, 0, BUF_SIZE);
+	madvise(fresh, BUF_SIZE, MADV_HUGEPAGE);
+	if (mremap(fresh, BUF_SIZE, BUF_SIZE, MREMAP_MAYMOVE | MREMAP_FIXED, odp) == MAP_FAILED) {
+		tap_diag("mremap of new pages over the MR's range: %s", strerror(errno));
+		munmap(fresh, BUF_SIZE);
+		return false;
+	}
+	return true;
+}
+
 static const char *one_node(void)
 {
 	return nr_nodes < 2 ? "one NUMA node" : NULL;
@@ -183,16 +217,14 @@ static const char *no_thp(void)
 {
 	if (access("/sys/kernel/mm/transparent_hugepage/enabled", F_OK))
 		return "no transparent huge pages (CONFIG_TRANSPARENT_HUGEPAGE)";
-	if (access(SPLIT_HUGE_PAGES, W_OK))
-		return "no " SPLIT_HUGE_PAGES " (debugfs)";
+	if (access(VT_SPLIT_HUGE_PAGES, W_OK))
+		return "no " VT_SPLIT_HUGE_PAGES " (debugfs)";
 	return NULL;
 }
 
 /* Collapse the MR's memory into huge pages, then split them again; the bytes stay. */
 static bool thp_churn(unsigned int i)
 {
-	char range[96];
-
 	if (i % 2 == 0) {
 		/*
 		 * No huge page this time is the kernel's to decide: none free (ENOMEM), over
@@ -206,13 +238,7 @@ static bool thp_churn(unsigned int i)
 		}
 		return true;
 	}
-	snprintf(range, sizeof(range), "%d,%#lx,%#lx", (int)getpid(), (unsigned long)odp,
-		 (unsigned long)odp + BUF_SIZE);
-	if (!vt_write_str(SPLIT_HUGE_PAGES, range)) {
-		tap_diag("writing %s to %s: %s", range, SPLIT_HUGE_PAGES, strerror(errno));
-		return false;
-	}
-	return true;
+	return vt_thp_split(odp, BUF_SIZE);
 }
 
 static const char *no_fork(void)
@@ -248,7 +274,7 @@ static bool fork_child_writes(unsigned int i)
 
 static const char *no_ksm(void)
 {
-	return access(KSM "run", W_OK) ? "no " KSM " (CONFIG_KSM)" : NULL;
+	return access(VT_KSM "run", W_OK) ? VT_NO_KSM : NULL;
 }
 
 static bool ksm_started;
@@ -264,15 +290,8 @@ static bool ksm_merge(unsigned int i)
 		sched_yield();
 		return true;
 	}
-	if (madvise(odp, BUF_SIZE, MADV_MERGEABLE)) {
-		tap_diag("madvise(MADV_MERGEABLE): %s", strerror(errno));
+	if (!vt_ksm_start(odp, BUF_SIZE))
 		return false;
-	}
-	if (!vt_write_str(KSM "pages_to_scan", "4096") ||
-	    !vt_write_str(KSM "sleep_millisecs", "0") || !vt_write_str(KSM "run", "1")) {
-		tap_diag("cannot start KSM through " KSM ": %s", strerror(errno));
-		return false;
-	}
 	ksm_started = true;
 	return true;
 }
@@ -281,22 +300,21 @@ static void ksm_stop(void)
 {
 	if (!ksm_started)
 		return;
-	tap_diag("KSM: %ld pages shared, %ld sharing them at the end", vt_read_long(KSM "pages_shared"),
-		 vt_read_long(KSM "pages_sharing"));
-	if (!vt_write_str(KSM "run", "2") || madvise(odp, BUF_SIZE, MADV_UNMERGEABLE))
-		tap_diag("cannot stop KSM: %s", strerror(errno));
+	tap_diag("KSM: %ld pages shared, %ld sharing them at the end",
+		 vt_read_long(VT_KSM "pages_shared"), vt_read_long(VT_KSM "pages_sharing"));
+	vt_ksm_stop(odp, BUF_SIZE);
 	ksm_started = false;
 }
 
 static const struct cause causes[] = {
-	{ "swap-out (MADV_PAGEOUT)", no_swap, pageout },
-	{ "a memory cgroup limit of " CGROUP_MAX, no_memcg, in_cgroup },
-	{ "compaction", no_compaction, compact },
-	{ "NUMA migration", one_node, migrate },
-	{ "NUMA balancing", no_balancing, balanced },
-	{ "THP collapse and split", no_thp, thp_churn },
-	{ "fork, the child writing its copy", no_fork, fork_child_writes },
-	{ "KSM merging the MR's twin pages", no_ksm, ksm_merge },
+	{ "swap-out (MADV_PAGEOUT)", no_swap, pageout, NULL },
+	{ "a memory cgroup limit of " CGROUP_MAX, no_memcg, in_cgroup, NULL },
+	{ "compaction", no_compaction, compact, compact_setup },
+	{ "NUMA migration", one_node, migrate, NULL },
+	{ "NUMA balancing", no_balancing, balanced, NULL },
+	{ "THP collapse and split", no_thp, thp_churn, NULL },
+	{ "fork, the child writing its copy", no_fork, fork_child_writes, NULL },
+	{ "KSM merging the MR's twin pages", no_ksm, ksm_merge, NULL },
 };
 #define NR_CAUSES	(sizeof(causes) / sizeof(causes[0]))
 
@@ -371,18 +389,26 @@ static void *actor_thread(void *arg)
 	return NULL;
 }
 
-static bool cgroup_enter(void)
+/*
+ * The process into the cgroup, its usage limited to CGROUP_MAX by @knob: memory.max
+ * (reclaim, and the OOM killer when reclaim cannot keep up) or memory.high (reclaim
+ * and throttling only).
+ */
+static bool cgroup_enter(const char *knob)
 {
-	char pid[32];
+	char pid[32], path[64];
 
 	if (mkdir(CGROUP, 0755) && errno != EEXIST) {
 		tap_diag("mkdir %s: %s", CGROUP, strerror(errno));
 		return false;
 	}
 	snprintf(pid, sizeof(pid), "%d", getpid());
-	if (!vt_write_str(CGROUP "/memory.max", CGROUP_MAX) ||
-	    !vt_write_str(CGROUP "/cgroup.procs", pid)) {
-		tap_diag("cannot limit %s to %s and move into it: %s", CGROUP, CGROUP_MAX,
+	snprintf(path, sizeof(path), CGROUP "/%s", knob);
+	/* A cgroup left by a run that was killed may hold the other limit. */
+	vt_write_str(CGROUP "/memory.max", "max");
+	vt_write_str(CGROUP "/memory.high", "max");
+	if (!vt_write_str(path, CGROUP_MAX) || !vt_write_str(CGROUP "/cgroup.procs", pid)) {
+		tap_diag("cannot set %s to %s and move into it: %s", path, CGROUP_MAX,
 			 strerror(errno));
 		rmdir(CGROUP);
 		return false;
@@ -392,12 +418,19 @@ static bool cgroup_enter(void)
 	return true;
 }
 
-/* The process back in the root cgroup; false (said) if it could not be moved. */
+/*
+ * The limits lifted and the process back in the root cgroup; false (said) if it could
+ * not be moved. What was charged in the cgroup stays charged there: without its
+ * limits, the OOM killer cannot take the test for it later.
+ */
 static bool cgroup_out(void)
 {
 	char pid[32];
 
 	snprintf(pid, sizeof(pid), "%d", getpid());
+	if (!vt_write_str(CGROUP "/memory.max", "max") ||
+	    !vt_write_str(CGROUP "/memory.high", "max"))
+		tap_diag("cannot lift the limits of %s: %s", CGROUP, strerror(errno));
 	if (vt_write_str("/sys/fs/cgroup/cgroup.procs", pid))
 		return true;
 	tap_diag("cannot move out of %s: %s", CGROUP, strerror(errno));
@@ -553,12 +586,16 @@ int main(int argc, char **argv)
 			tap_skip(why, "%s", causes[i].name);
 			continue;
 		}
-		if (cgroup && !cgroup_enter()) {
+		if (cgroup && !cgroup_enter("memory.max")) {
 			tap_ok(false, "%s: cannot set up the cgroup", causes[i].name);
 			continue;
 		}
 		if (balancing && !vt_write_str("/proc/sys/kernel/numa_balancing", "1")) {
 			tap_ok(false, "%s: cannot turn it on: %s", causes[i].name, strerror(errno));
+			continue;
+		}
+		if (causes[i].setup && !causes[i].setup()) {
+			tap_ok(false, "%s: cannot set it up", causes[i].name);
 			continue;
 		}
 		if (!run(&lb, dst.mr, &src, &back, &one, causes[i].name))
@@ -579,11 +616,16 @@ int main(int argc, char **argv)
 			all.halves |= ksm;
 		}
 	}
-	/* All together: every action the kernel has, in turn, under the cgroup if any. */
+	/*
+	 * All together: every action the kernel has, in turn, under the cgroup if any. Its
+	 * limit is memory.high: the pages that migration, compaction and collapse hold
+	 * isolated cannot be reclaimed meanwhile, and under memory.max the OOM killer then
+	 * took the test.
+	 */
 	if (!all.n) {
 		tap_skip("the kernel has none of the causes", "all causes together");
 	} else {
-		bool cgroup = !no_memcg() && cgroup_enter();
+		bool cgroup = !no_memcg() && cgroup_enter("memory.high");
 
 		all.cgroup = cgroup;
 

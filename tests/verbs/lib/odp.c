@@ -4,6 +4,8 @@
 #include "tap.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -96,6 +98,70 @@ bool vt_write_str(const char *path, const char *s)
 		return false;
 	ok = fputs(s, f) >= 0;
 	return fclose(f) == 0 && ok;
+}
+
+bool vt_ksm_start(void *p, size_t len)
+{
+	if (madvise(p, len, MADV_MERGEABLE)) {
+		tap_diag("madvise(MADV_MERGEABLE): %s", strerror(errno));
+		return false;
+	}
+	if (!vt_write_str(VT_KSM "pages_to_scan", "4096") ||
+	    !vt_write_str(VT_KSM "sleep_millisecs", "0") || !vt_write_str(VT_KSM "run", "1")) {
+		tap_diag("cannot start KSM through " VT_KSM ": %s", strerror(errno));
+		return false;
+	}
+	return true;
+}
+
+bool vt_ksm_stop(void *p, size_t len)
+{
+	/* run = 2 unmerges every KSM page, as MADV_UNMERGEABLE does for the range. */
+	if (vt_write_str(VT_KSM "run", "2") && !madvise(p, len, MADV_UNMERGEABLE))
+		return true;
+	tap_diag("cannot stop KSM: %s", strerror(errno));
+	return false;
+}
+
+/* Bits of a /proc/self/pagemap entry (Documentation/admin-guide/mm/pagemap.rst). */
+#define PM_PRESENT	(1ULL << 63)
+#define PM_PFN_MASK	((1ULL << 55) - 1)
+
+long long vt_page_frame(const void *p)
+{
+	int fd = open("/proc/self/pagemap", O_RDONLY);
+	uint64_t entry, index = (uintptr_t)p / sysconf(_SC_PAGESIZE);
+	ssize_t n;
+
+	if (fd < 0) {
+		tap_diag("open /proc/self/pagemap: %s", strerror(errno));
+		return -1;
+	}
+	n = pread(fd, &entry, sizeof(entry), (off_t)(index * sizeof(entry)));
+	close(fd);
+	if (n != sizeof(entry)) {
+		tap_diag("reading /proc/self/pagemap: %s", strerror(errno));
+		return -1;
+	}
+	if (!(entry & PM_PRESENT))
+		return 0;
+	if (!(entry & PM_PFN_MASK)) {
+		tap_diag("/proc/self/pagemap shows no page frames (not root?)");
+		return -1;
+	}
+	return (long long)(entry & PM_PFN_MASK);
+}
+
+bool vt_thp_split(void *p, size_t len)
+{
+	char range[96];
+
+	snprintf(range, sizeof(range), "%d,%#lx,%#lx", (int)getpid(), (unsigned long)p,
+		 (unsigned long)p + len);
+	if (vt_write_str(VT_SPLIT_HUGE_PAGES, range))
+		return true;
+	tap_diag("writing %s to " VT_SPLIT_HUGE_PAGES ": %s", range, strerror(errno));
+	return false;
 }
 
 bool vt_thp_map(struct vt_thp_range *r)

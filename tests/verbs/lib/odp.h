@@ -112,6 +112,26 @@ void vt_thp_unmap(struct vt_thp_range *r);
 /* AnonHugePages (kB) of this process's mapping that holds p, -1 when it cannot be read. */
 long vt_anon_huge_kb(const void *p);
 
+/*
+ * KSM (CONFIG_KSM): vt_ksm_start() makes [p, p + len) mergeable and starts ksmd
+ * scanning without pause; vt_ksm_stop() unmerges it and stops ksmd. False (said) on
+ * failure.
+ */
+#define VT_KSM "/sys/kernel/mm/ksm/"
+#define VT_NO_KSM "no " VT_KSM " (CONFIG_KSM)"
+bool vt_ksm_start(void *p, size_t len);
+bool vt_ksm_stop(void *p, size_t len);
+
+/*
+ * The page frame that backs the page at p (/proc/self/pagemap, root only): pages
+ * merged by KSM share one. 0 when none is present, -1 (said) when it cannot be read.
+ */
+long long vt_page_frame(const void *p);
+
+/* Split the THPs of [p, p + len) (debugfs split_huge_pages); false (said) on failure. */
+#define VT_SPLIT_HUGE_PAGES "/sys/kernel/debug/split_huge_pages"
+bool vt_thp_split(void *p, size_t len);
+
 /* A number read from a sysfs file, -1 when it cannot be read. */
 long vt_read_long(const char *path);
 bool vt_write_str(const char *path, const char *s);
