@@ -14,6 +14,8 @@ PACKAGES=(
 	# RDMA userspace that runs inside the guest (the guest mounts this machine's root)
 	rdma-core ibverbs-utils ibverbs-providers libibverbs-dev librdmacm-dev python3-pyverbs
 	perftest iproute2
+	# the distro-mm and debug guests' NVDIMM, made a device-DAX namespace
+	ndctl
 	# libibodp: host unit tests under valgrind, and the plots of `make bench`
 	valgrind pkg-config gnuplot-nox
 	# make peer: an upstream kernel source straight from the archive, signature checked

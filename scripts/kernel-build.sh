@@ -1,7 +1,7 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# Build bzImage for one kernel variant: `normal` (tinyconfig + base.config), `debug`
-# (+ debug.config) or `distro` (+ distro-mm.config), out of tree in $KOBJ/VARIANT, with
+# Build bzImage for one kernel variant: `normal` (tinyconfig + base.config), `distro`
+# (+ distro-mm.config) or `debug` (+ distro-mm.config + debug.config), out of tree in $KOBJ/VARIANT, with
 # ccache. Prints the image path.
 # `peer` builds the upstream source of scripts/peer.sh with base.config: options that
 # kernel does not have (our patches' own) are listed, not an error.
@@ -12,7 +12,10 @@ variant=${1:-normal}
 source_stamp=$SRC/.git/applied-series
 case "$variant" in
 normal) fragments=("$ROOT/kernel/config/base.config") ;;
-debug) fragments=("$ROOT/kernel/config/base.config" "$ROOT/kernel/config/debug.config") ;;
+debug)
+	fragments=("$ROOT/kernel/config/base.config" "$ROOT/kernel/config/distro-mm.config"
+		"$ROOT/kernel/config/debug.config")
+	;;
 distro) fragments=("$ROOT/kernel/config/base.config" "$ROOT/kernel/config/distro-mm.config") ;;
 peer)
 	fragments=("$ROOT/kernel/config/base.config")

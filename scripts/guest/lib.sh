@@ -153,7 +153,7 @@ release_hugepages() {
 	return 0
 }
 
-# A swap device on compressed RAM, where the kernel has zram (the distro-mm profile), so
+# A swap device on compressed RAM, where the kernel has zram (the distro-mm and debug profiles), so
 # that reclaim can take anonymous pages away from ODP MRs; swap_off undoes it. Prints
 # what it did.
 swap_on_zram() {
@@ -169,6 +169,41 @@ swap_off() {
 	[ -e /sys/block/zram0/reset ] || return 0
 	swapoff /dev/zram0 2>/dev/null
 	echo 1 >/sys/block/zram0/reset
+	return 0
+}
+
+# One NVDIMM namespace of the profile reconfigured by ndctl (QEMU's NVDIMMs have no
+# labels: ndctl writes the namespace's info block), with 4 KiB pages whose struct pages
+# are in RAM. Prints ndctl's JSON, or why it failed.
+pmem_namespace() {
+	local ns=$1 mode=$2 out
+	[ -e /sys/bus/nd/devices/$ns ] || { echo "no NVDIMM namespace $ns"; return 1; }
+	command -v ndctl >/dev/null || { echo "ndctl is missing: run scripts/deps.sh on the host"; return 1; }
+	out=$(ndctl create-namespace --force --reconfig=$ns --mode=$mode --map=mem --align=4K 2>&1) ||
+		{ echo "ndctl could not make $ns $mode: ${out//$'\n'/; }"; return 1; }
+	echo "$out"
+}
+
+# Persistent memory where the profile has NVDIMMs (distro-mm, debug): the first as device
+# DAX (/dev/dax0.0), the second as an ext2 file system mounted with -o dax at $PMEM_FS.
+# verbs/odp_write_ops FLUSHes both. Prints what it did.
+PMEM_FS=/run/pmem-fs
+pmem_setup() {
+	local json dev
+	[ -e /sys/bus/nd/devices/namespace0.0 ] || { echo "no NVDIMM: no persistent memory"; return 1; }
+	json=$(pmem_namespace namespace0.0 devdax) || { echo "$json"; return 1; }
+	[ -c /dev/dax0.0 ] || { echo "namespace0.0 is device DAX, but there is no /dev/dax0.0"; return 1; }
+	echo "persistent memory: /dev/dax0.0 ($(cat /sys/bus/dax/devices/dax0.0/size) bytes)"
+	json=$(pmem_namespace namespace1.0 fsdax) || { echo "$json"; return 1; }
+	dev=$(echo "$json" | sed -n 's/.*"blockdev":"\([^"]*\)".*/\1/p')
+	[ -b "/dev/$dev" ] || { echo "namespace1.0 is fsdax, but it names no block device: $json"; return 1; }
+	mkdir -p $PMEM_FS && mkfs.ext2 -q -F -b 4096 "/dev/$dev" && mount -o dax "/dev/$dev" $PMEM_FS ||
+		{ echo "cannot mount an ext2 on /dev/$dev with -o dax at $PMEM_FS"; return 1; }
+	echo "persistent memory: ext2 -o dax on /dev/$dev at $PMEM_FS"
+}
+
+pmem_teardown() {
+	mountpoint -q $PMEM_FS && umount $PMEM_FS
 	return 0
 }
 

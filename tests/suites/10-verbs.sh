@@ -10,7 +10,9 @@ reserve_hugepages 64
 # Reclaim to swap and memory cgroups for odp_mm_pressure, where the kernel has them.
 swap_on_zram 512M
 memcg_on
-trap 'release_hugepages; swap_off' EXIT
+# Persistent memory for odp_write_ops' persistent FLUSH, where the profile has NVDIMMs.
+pmem_setup
+trap 'release_hugepages; swap_off; pmem_teardown' EXIT
 found=0
 for t in "$dir"/*; do
 	[ -f "$t" ] && [ -x "$t" ] || continue
@@ -39,7 +41,7 @@ for name in odp_memlock; do
 		--reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$t" --dev "$RDMA_DEV"
 done
 # Random verbs sequences with one function of the ODP fault path failing on 10% of its
-# calls at each step (function error injection: distro-mm; elsewhere the checks skip).
+# calls at each step (function error injection: distro-mm and debug; elsewhere the checks skip).
 t=$dir/odp_random
 if [ -x "$t" ]; then
 	echo "running odp_random with faults injected"

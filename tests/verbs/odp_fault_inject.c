@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /*
  * ODP faults that fail, injected with the kernel's function error injection
- * (/sys/kernel/debug/fail_function, CONFIG_FAIL_FUNCTION: the distro-mm profile).
+ * (/sys/kernel/debug/fail_function, CONFIG_FAIL_FUNCTION: the distro-mm and debug profiles).
  *
  * A fault that does not settle: hmm_range_fault() returns -EBUSY on every call, as when
  * KSM or reclaim keep changing the MR's pages, until rxe has given the fault up at least

@@ -16,7 +16,7 @@
  *   compaction     /proc/sys/vm/compact_memory
  *   NUMA migration move_pages() of every page to the other node, back and forth
  *   NUMA balancing the scheduler's own scans (kernel.numa_balancing=1, off at boot in
- *                  distro-mm so that other suites' fault counts stay exact)
+ *                  distro-mm and debug, so that other suites' fault counts stay exact)
  *   THP churn      madvise(MADV_COLLAPSE) of the MR's memory into transparent huge pages,
  *                  then debugfs split_huge_pages, back and forth
  *   fork           the process forks and the child writes all of its copy of the MR
@@ -31,9 +31,9 @@
  * by rxe, not an error: those are reported ("tried again"). After a failed transfer the
  * next cause gets a new QP pair, so that one failure is not counted twice. A cause the kernel
  * lacks is skipped, saying why: swap-out, the memory cgroup (which would OOM) and
- * compaction need a swap device for pressure, which only distro-mm has (zram); the NUMA
- * causes a second node; KSM its config. THP churn and fork run on every profile, the
- * debug kernel's among them. About 30 s on distro-mm, 10 s elsewhere.
+ * compaction need a swap device for pressure, which only distro-mm and debug have (zram);
+ * the NUMA causes a second node; KSM its config. THP churn and fork run on every profile.
+ * About 30 s on distro-mm, 10 s elsewhere.
  */
 #include "lib/odp.h"
 #include "lib/tap.h"
@@ -92,7 +92,7 @@ static const char *no_swap(void)
 	while (fgets(line, sizeof(line), f))
 		lines++;
 	fclose(f);
-	return lines > 1 ? NULL : "no swap device: the distro-mm profile has one (zram)";
+	return lines > 1 ? NULL : "no swap device: the distro-mm and debug profiles have one (zram)";
 }
 
 static bool pageout(unsigned int i)
@@ -389,6 +389,13 @@ static void *actor_thread(void *arg)
 	return NULL;
 }
 
+/* Both limits of the cgroup lifted; false (errno set) if one could not be. */
+static bool cgroup_unlimit(void)
+{
+	return vt_write_str(CGROUP "/memory.max", "max") &&
+	       vt_write_str(CGROUP "/memory.high", "max");
+}
+
 /*
  * The process into the cgroup, its usage limited to CGROUP_MAX by @knob: memory.max
  * (reclaim, and the OOM killer when reclaim cannot keep up) or memory.high (reclaim
@@ -405,8 +412,7 @@ static bool cgroup_enter(const char *knob)
 	snprintf(pid, sizeof(pid), "%d", getpid());
 	snprintf(path, sizeof(path), CGROUP "/%s", knob);
 	/* A cgroup left by a run that was killed may hold the other limit. */
-	vt_write_str(CGROUP "/memory.max", "max");
-	vt_write_str(CGROUP "/memory.high", "max");
+	cgroup_unlimit();
 	if (!vt_write_str(path, CGROUP_MAX) || !vt_write_str(CGROUP "/cgroup.procs", pid)) {
 		tap_diag("cannot set %s to %s and move into it: %s", path, CGROUP_MAX,
 			 strerror(errno));
@@ -428,8 +434,7 @@ static bool cgroup_out(void)
 	char pid[32];
 
 	snprintf(pid, sizeof(pid), "%d", getpid());
-	if (!vt_write_str(CGROUP "/memory.max", "max") ||
-	    !vt_write_str(CGROUP "/memory.high", "max"))
+	if (!cgroup_unlimit())
 		tap_diag("cannot lift the limits of %s: %s", CGROUP, strerror(errno));
 	if (vt_write_str("/sys/fs/cgroup/cgroup.procs", pid))
 		return true;

@@ -8,8 +8,8 @@
  * prefetch. Each such
  * operation completes with an error, the secret bytes stay as the process wrote them,
  * nothing of them reaches the other buffer, the ODP fault path counts the refusal, and
- * the device keeps working. A FLUSH over it succeeds without taking a page: none is there
- * for the device. Kernels before the fix oops in rxe's copy (the worker dies
+ * the device keeps working. A persistent FLUSH over it fails (it is not persistent memory)
+ * without taking a page. Kernels before the fix oops in rxe's copy (the worker dies
  * holding the MR's lock), which the harness sees on the console.
  *
  * The suite also runs this program as an unprivileged user: memfd_secret() needs no
@@ -310,9 +310,9 @@ static void test_atomic_write(const struct secret *s)
 }
 
 /*
- * A persistent FLUSH of secret memory: FLUSH takes the pages that are present without
- * faulting, and no secret page is there for the device, so it succeeds having taken
- * none. rxe writes caches back through the direct map, so taking one would oops.
+ * A persistent FLUSH of secret memory: refused with a remote access error, since secret
+ * memory is not persistent memory, and without taking a page. rxe writes caches back
+ * through the direct map, so taking one would oops.
  */
 static void test_flush(const struct secret *s)
 {
@@ -349,10 +349,11 @@ static void test_flush(const struct secret *s)
 		if (ok)
 			status = wc.status;
 		vt_odp_delta(b, a, d);
-		tap_ok(ok && status == IBV_WC_SUCCESS && d[VT_ODP_PAGES_FAULTED] == 0 &&
+		tap_ok(ok && status == IBV_WC_REM_ACCESS_ERR && d[VT_ODP_PAGES_FAULTED] == 0 &&
 		       d[VT_ODP_PAGES_LINKED] == 0 && secret_intact(s),
-		       "persistent FLUSH of remote secret memory: %s, %ld pages taken, %ld linked",
-		       ok ? ibv_wc_status_str(status) : "no completion", d[VT_ODP_PAGES_FAULTED],
+		       "persistent FLUSH of remote secret memory: %s (want %s), %ld pages taken, %ld linked",
+		       ok ? ibv_wc_status_str(status) : "no completion",
+		       ibv_wc_status_str(IBV_WC_REM_ACCESS_ERR), d[VT_ODP_PAGES_FAULTED],
 		       d[VT_ODP_PAGES_LINKED]);
 	}
 	vt_loopback_destroy(&lb);

@@ -14,7 +14,7 @@
  * fork (the THP shared copy-on-write with a child, whose copy must keep its zeros); KSM
  * (ksmd merges the THP's zero pages into one KSM page, which the WRITE must break, not
  * write); mprotect(PROT_READ) (the WRITE fails with a remote access error, the memory
- * keeps its zeros). The KSM case needs CONFIG_KSM (distro-mm).
+ * keeps its zeros). The KSM case needs CONFIG_KSM (distro-mm, debug).
  * stress: without the hook, a thread keeps replacing, invalidating and reading a huge
  * page range while small RDMA WRITEs go into it, for a bounded time: no write may fail,
  * and the huge zero page stays zero.

@@ -16,6 +16,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The protocol version we speak; the kernel speaks any older one too. */
@@ -215,6 +216,7 @@ static void holdfs_free(struct vt_holdfs *fs)
 struct vt_holdfs *vt_holdfs_mount(size_t size, unsigned int seed)
 {
 	struct vt_holdfs *fs = calloc(1, sizeof(*fs));
+	pthread_condattr_t monotonic;
 	char opts[128];
 	unsigned int i;
 
@@ -237,7 +239,11 @@ struct vt_holdfs *vt_holdfs_mount(size_t size, unsigned int seed)
 	memset(fs->in, 0, IN_SIZE);
 	memset(fs->out, 0, sizeof(struct fuse_out_header) + MAX_READ);
 	pthread_mutex_init(&fs->lock, NULL);
-	pthread_cond_init(&fs->cond, NULL);
+	/* Waits measure time that no change of the wall clock moves. */
+	pthread_condattr_init(&monotonic);
+	pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC);
+	pthread_cond_init(&fs->cond, &monotonic);
+	pthread_condattr_destroy(&monotonic);
 	pthread_mutex_init(&fs->out_lock, NULL);
 	snprintf(fs->dir, sizeof(fs->dir), "/tmp/vt-holdfs-XXXXXX");
 	if (!mkdtemp(fs->dir)) {
@@ -284,15 +290,21 @@ void vt_holdfs_hold(struct vt_holdfs *fs)
 
 bool vt_holdfs_wait_held(struct vt_holdfs *fs, int timeout_ms)
 {
-	long long deadline = vt_now_ms() + timeout_ms;
 	struct timespec until;
 	bool held;
 
-	clock_gettime(CLOCK_REALTIME, &until);
+	/* The condition variable's clock (vt_holdfs_mount()) is the deadline's too. */
+	clock_gettime(CLOCK_MONOTONIC, &until);
 	until.tv_sec += timeout_ms / 1000;
+	until.tv_nsec += (timeout_ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
 	pthread_mutex_lock(&fs->lock);
-	while (!fs->nheld && vt_now_ms() < deadline)
-		pthread_cond_timedwait(&fs->cond, &fs->lock, &until);
+	while (!fs->nheld &&
+	       pthread_cond_timedwait(&fs->cond, &fs->lock, &until) != ETIMEDOUT)
+		;
 	held = fs->nheld > 0;
 	pthread_mutex_unlock(&fs->lock);
 	return held;

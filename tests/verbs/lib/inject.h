@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
  * The kernel's function error injection (/sys/kernel/debug/fail_function,
- * CONFIG_FAIL_FUNCTION: the distro-mm profile) for the tests that make ODP faults fail.
+ * CONFIG_FAIL_FUNCTION: the distro-mm and debug profiles) for the tests that make ODP faults fail.
  * The injection is not scoped to the test task (rxe faults in its work queue), so such a
  * test runs alone in its guest, as the harness runs it.
  */
@@ -13,7 +13,7 @@
 #define VT_FAIL_FUNCTION "/sys/kernel/debug/fail_function/"
 /* The reason a test gives for its skips where the kernel has no fail_function. */
 #define VT_NO_FAIL_FUNCTION \
-	"no " VT_FAIL_FUNCTION " (CONFIG_FAIL_FUNCTION): the distro-mm profile has it"
+	"no " VT_FAIL_FUNCTION " (CONFIG_FAIL_FUNCTION): the distro-mm and debug profiles have it"
 
 bool vt_inject_available(void);
 /*
