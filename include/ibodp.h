@@ -11,8 +11,19 @@
  * kernel's ADVISE_MR method directly), and what ODP did (the driver's counters).
  *
  * Errors: every function that can fail returns 0 (or a count) on success and a
- * negative errno value on failure; ibodp_errmsg() then tells what failed and what
- * to do about it, for the calling thread.
+ * negative errno value on failure, and then also sets errno to that value (positive,
+ * as libibverbs' functions return theirs); ibodp_errmsg() tells what failed and what
+ * to do about it, for the calling thread. Each prototype below says "0 or -errno" (or
+ * what else it returns).
+ *
+ * Growth: the structs the caller allocates (struct ibodp_caps, struct ibodp_counters)
+ * gain fields at their end in later versions. The names that fill or read them
+ * (ibodp_query_caps(), ibodp_read_counters(), ...) are macros that pass the size of
+ * the caller's struct to the library's *_sized() functions (since 1.2): a program
+ * built against an older header gets exactly the fields it knows, and one built
+ * against a newer header than the library's gets 0 in the fields the library does
+ * not know. Programs built against 1.0 or 1.1 keep calling the 1.0 functions, which
+ * fill the 1.0 layout.
  *
  * Threads: all functions may be called from several threads at once, on the same
  * device too, except that an MR must not be deregistered while another thread
@@ -28,14 +39,14 @@
 
 /* The version of this header; the library's soname stays libibodp.so.1. */
 #define IBODP_VERSION_MAJOR	1
-#define IBODP_VERSION_MINOR	1
+#define IBODP_VERSION_MINOR	2
 #define IBODP_VERSION_PATCH	0
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* The message of the calling thread's last failure ("" if none yet). */
+/* The message of the calling thread's last failure ("" if none yet). Never fails. */
 const char *ibodp_errmsg(void);
 
 /* An open RDMA device. */
@@ -45,7 +56,7 @@ struct ibodp_dev;
  * Open the device called @name, or with @name NULL the first device that supports
  * ODP. -ENODEV when there is no such device (the message lists the devices there
  * are). Setting IBODP_NO_ODP=1 in the environment makes every device look as if it
- * had no ODP, to try an application's fallback path.
+ * had no ODP, to try an application's fallback path. 0 or -errno.
  */
 int ibodp_open(const char *name, struct ibodp_dev **dev);
 
@@ -59,15 +70,17 @@ enum ibodp_open_flags {
 	IBODP_OPEN_ANY		= 1 << 0,
 };
 
-/* ibodp_open() with @flags (enum ibodp_open_flags). Since 1.1. */
+/* ibodp_open() with @flags (enum ibodp_open_flags). 0 or -errno. Since 1.1. */
 int ibodp_open_ex(const char *name, unsigned int flags, struct ibodp_dev **dev);
 /*
  * The same on a context the application opened itself (an rdma_cm id's
  * cm_id->verbs, say): ibodp_close() then frees the library's part and leaves the
- * context open, to be closed by its owner after ibodp_close(). Since 1.1.
+ * context open, to be closed by its owner after ibodp_close(). 0 or -errno. Since 1.1.
  */
 int ibodp_wrap(struct ibv_context *ctx, struct ibodp_dev **dev);
+/* Close what ibodp_open*() opened (NULL: nothing). Never fails. */
 void ibodp_close(struct ibodp_dev *dev);
+/* The device's verbs context and name. Never fail. */
 struct ibv_context *ibodp_context(const struct ibodp_dev *dev);
 const char *ibodp_name(const struct ibodp_dev *dev);
 
@@ -83,20 +96,28 @@ enum ibodp_op {
 	IBODP_OP_ATOMIC_WRITE	= 1 << 7,
 };
 
+/* Grows at its end (see "Growth" above). */
 struct ibodp_caps {
 	bool explicit_odp;	/* ODP MRs over a given range */
 	bool implicit_odp;	/* one ODP MR for the whole address space */
 	uint32_t rc, uc, ud, xrc;	/* enum ibodp_op bits per transport */
 };
 
-int ibodp_query_caps(const struct ibodp_dev *dev, struct ibodp_caps *caps);
-
+/* What @dev can do with ODP MRs, into @caps. 0 or -errno. */
+#define ibodp_query_caps(dev, caps) ibodp_query_caps_sized(dev, caps, sizeof(*(caps)))
 /*
  * "explicit implicit; RC: SEND RECV WRITE ...; UD: ..." or "no ODP", into @buf
  * (always terminated when @size > 0). Returns the length of the whole string, as
- * snprintf() does, or a negative errno.
+ * snprintf() does, or -errno.
  */
-int ibodp_caps_str(const struct ibodp_caps *caps, char *buf, size_t size);
+#define ibodp_caps_str(caps, buf, size) \
+	ibodp_caps_str_sized(caps, sizeof(*(caps)), buf, size)
+
+/* The functions behind those macros; @caps_size is sizeof(*@caps). Since 1.2. */
+int ibodp_query_caps_sized(const struct ibodp_dev *dev, struct ibodp_caps *caps,
+			   size_t caps_size);
+int ibodp_caps_str_sized(const struct ibodp_caps *caps, size_t caps_size, char *buf,
+			 size_t size);
 
 /* What to register. */
 enum ibodp_kind {
@@ -111,13 +132,14 @@ enum ibodp_fallback {
 	IBODP_FALLBACK_PINNED,	/* register the range pinned instead (not for implicit) */
 };
 
+/* A registration: read its fields, never write them (the library relies on them). */
 struct ibodp_mr {
-	struct ibv_mr *mr;	/* the verbs MR: lkey, rkey */
-	enum ibodp_kind kind;	/* what was registered */
-	bool fell_back;		/* pinned, although ODP was asked for */
-	struct ibodp_dev *dev;
-	void *addr;
-	size_t length;
+	struct ibv_mr *const mr;	/* the verbs MR: lkey, rkey */
+	const enum ibodp_kind kind;	/* what was registered */
+	const bool fell_back;		/* pinned, although ODP was asked for */
+	struct ibodp_dev *const dev;
+	void *const addr;
+	const size_t length;
 };
 
 /*
@@ -125,11 +147,12 @@ struct ibodp_mr {
  * ibodp_context(dev), or the application's own); ibodp_advise_mr() has the same rule.
  * @access: IBV_ACCESS_* flags without IBV_ACCESS_ON_DEMAND
  * (the kind decides). With IBODP_FALLBACK_PINNED an MR that cannot be ODP is pinned
- * and (*mr)->fell_back says so; the message says why.
+ * and (*mr)->fell_back says so; the message says why. 0 or -errno.
  */
 int ibodp_reg_mr(struct ibodp_dev *dev, struct ibv_pd *pd, void *addr, size_t length,
 		 int access, enum ibodp_kind kind, enum ibodp_fallback fallback,
 		 struct ibodp_mr **mr);
+/* Deregister and free @mr (NULL: nothing); on failure @mr stays valid. 0 or -errno. */
 int ibodp_dereg_mr(struct ibodp_mr *mr);
 
 /* ibodp_prefetch() flags. */
@@ -144,7 +167,7 @@ enum ibodp_prefetch_flags {
  * of) [addr, addr + length) of @mr ahead of use. Asynchronous unless
  * IBODP_PREFETCH_SYNC. A pinned MR needs nothing: 0. When the provider answers
  * EOPNOTSUPP, the request goes to the kernel's ADVISE_MR method directly; @direct
- * (may be NULL) tells whether it did.
+ * (may be NULL) tells whether it did. 0 or -errno.
  */
 int ibodp_prefetch(struct ibodp_mr *mr, void *addr, size_t length, unsigned int flags,
 		   bool *direct);
@@ -155,13 +178,16 @@ int ibodp_prefetch(struct ibodp_mr *mr, void *addr, size_t length, unsigned int 
  * context, *@direct (may be NULL) saying so. The tool for advice ibodp_prefetch() does
  * not cover, or for MRs the library did not register. Any number of SGEs: a list
  * longer than one kernel request carries (4095) goes as several requests, and an
- * SGE whose end wraps around the address space is refused (-EINVAL).
+ * SGE whose end wraps around the address space is refused (-EINVAL). 0 or -errno.
  */
 int ibodp_advise_mr(struct ibodp_dev *dev, struct ibv_pd *pd,
 		    enum ibv_advise_mr_advice advice, uint32_t flags, struct ibv_sge *sge,
 		    uint32_t num_sge, bool *direct);
 
-/* The driver's ODP counters of one port (rdma hw_counters: odp_*). */
+/*
+ * The driver's ODP counters of one port (rdma hw_counters: odp_*). Grows at its end
+ * (see "Growth" above).
+ */
 struct ibodp_counters {
 	uint64_t page_faults;		/* faults the device took */
 	uint64_t pages_faulted;		/* pages those faults brought in */
@@ -170,6 +196,8 @@ struct ibodp_counters {
 	uint64_t invalidations;		/* invalidations that took pages away */
 	uint64_t prefetch_requests;	/* ibv_advise_mr() prefetch requests */
 	uint64_t fault_errors;		/* faults that failed */
+	/* Since 1.2; 0 where the driver does not count them. */
+	uint64_t fault_retries;		/* faults that did not settle, tried again */
 };
 
 /*
@@ -177,19 +205,44 @@ struct ibodp_counters {
  * -EOPNOTSUPP when the driver has no ODP counters. The kernel serves them from a
  * cache that lives the port's hw_counters/lifespan (10 ms by default): each call
  * first waits that long plus a jiffy, so that it sees all the work done before it.
+ * 0 or -errno.
  */
-int ibodp_read_counters(const struct ibodp_dev *dev, uint8_t port,
-			struct ibodp_counters *counters);
-/* @delta = @after - @before, counter by counter (@delta may be either). */
-void ibodp_counters_delta(const struct ibodp_counters *before,
-			  const struct ibodp_counters *after, struct ibodp_counters *delta);
-/* "page_faults 3  pages_faulted 16 ..." as ibodp_caps_str() does. */
-int ibodp_counters_str(const struct ibodp_counters *counters, char *buf, size_t size);
+#define ibodp_read_counters(dev, port, counters) \
+	ibodp_read_counters_sized(dev, port, counters, sizeof(*(counters)))
+/* @delta = @after - @before, counter by counter (@delta may be either). Never fails. */
+#define ibodp_counters_delta(before, after, delta) \
+	ibodp_counters_delta_sized(before, after, delta, sizeof(*(delta)))
+/* "page_faults 3  pages_faulted 16 ..." as ibodp_caps_str() does (its returns). */
+#define ibodp_counters_str(counters, buf, size) \
+	ibodp_counters_str_sized(counters, sizeof(*(counters)), buf, size)
+
+/* The functions behind those macros; the sizes are the structs'. Since 1.2. */
+int ibodp_read_counters_sized(const struct ibodp_dev *dev, uint8_t port,
+			      struct ibodp_counters *counters, size_t counters_size);
+void ibodp_counters_delta_sized(const struct ibodp_counters *before,
+				const struct ibodp_counters *after,
+				struct ibodp_counters *delta, size_t counters_size);
+int ibodp_counters_str_sized(const struct ibodp_counters *counters, size_t counters_size,
+			     char *buf, size_t size);
+
+/*
+ * The functions of 1.0 behind the macros' names, which programs built against 1.0 and
+ * 1.1 call: they read and write the 1.0 layout of the structs (7 counters). Reached
+ * from newer programs only with the name in parentheses.
+ */
+int (ibodp_query_caps)(const struct ibodp_dev *dev, struct ibodp_caps *caps);
+int (ibodp_caps_str)(const struct ibodp_caps *caps, char *buf, size_t size);
+int (ibodp_read_counters)(const struct ibodp_dev *dev, uint8_t port,
+			  struct ibodp_counters *counters);
+void (ibodp_counters_delta)(const struct ibodp_counters *before,
+			    const struct ibodp_counters *after,
+			    struct ibodp_counters *delta);
+int (ibodp_counters_str)(const struct ibodp_counters *counters, char *buf, size_t size);
 
 /*
  * How the device's DMA reaches memory, for reports: "IOMMU strict (DMA, dmar0)",
  * "IOMMU lazy (DMA-FQ, ...)", "IOMMU passthrough", "no IOMMU" or "no DMA device
- * (virtual)", from the network device under GID @gid_index of @port.
+ * (virtual)", from the network device under GID @gid_index of @port. 0 or -errno.
  */
 int ibodp_dma_mode(const struct ibodp_dev *dev, uint8_t port, int gid_index, char *buf,
 		   size_t size);

@@ -20,7 +20,7 @@ mkdir -p "$BUILD/logs"
 # Only the build folder's own install prefix is remade.
 rm -rf "$prefix"
 cflags="-std=c11 -Wall -Wextra -Werror"
-echo "1..11"
+echo "1..12"
 t "make install PREFIX=$prefix" "make -C '$ROOT/userspace' O='$BUILD/userspace' install PREFIX='$prefix'"
 t "header, shared and static library, pkg-config file, tools and man pages installed" \
 	"test -f '$prefix/include/ibodp.h' -a -L '$prefix/lib/libibodp.so' -a -f '$prefix/lib/libibodp.a' -a -f '$prefix/lib/pkgconfig/ibodp.pc' -a -x '$prefix/bin/odp-bench' -a -f '$prefix/share/man/man3/libibodp.3' -a -f '$prefix/share/man/man1/odp-stress.1'"
@@ -40,6 +40,10 @@ exported="nm -D --defined-only '$prefix/lib/libibodp.so' | awk '\$2 == \"T\" {su
 listed="sed -n 's/^[[:space:]]*\\(ibodp_[a-z_]*\\);/\\1/p' '$ROOT/userspace/lib/libibodp.map' | sort"
 t "the shared library exports the functions of libibodp.map and nothing else" \
 	"test -n \"\$($exported)\" && test \"\$($exported)\" = \"\$($listed)\""
+# Programs built against 1.0 and 1.1 pass the 1.0 structs to the 1.0 functions, which must
+# keep their version; newer ones reach the *_sized functions of 1.2 through the macros.
+t "the 1.0 functions keep IBODP_1.0 beside the *_sized functions of IBODP_1.2" \
+	"objdump -T '$prefix/lib/libibodp.so' | grep -Eq 'IBODP_1\.0 +ibodp_read_counters\$' && objdump -T '$prefix/lib/libibodp.so' | grep -Eq 'IBODP_1\.2 +ibodp_read_counters_sized\$'"
 if ls /sys/class/infiniband/* >/dev/null 2>&1; then
 	t "odp_quickstart registers and prefetches on this machine's RDMA device" \
 		"'$prefix/examples/odp_quickstart' | grep -q 'prefetched 1 MiB'"

@@ -170,23 +170,37 @@ const char *ibodp_name(const struct ibodp_dev *dev)
 	return dev ? ibv_get_device_name(dev->ctx->device) : NULL;
 }
 
-int ibodp_query_caps(const struct ibodp_dev *dev, struct ibodp_caps *caps)
+/* struct ibodp_caps as 1.0 and 1.1 had it (it has not grown yet). */
+#define CAPS_SIZE_1_0	sizeof(struct ibodp_caps)
+
+int ibodp_query_caps_sized(const struct ibodp_dev *dev, struct ibodp_caps *caps,
+			   size_t caps_size)
 {
 	const struct ibv_device_attr_ex *a;
+	struct ibodp_caps c = { 0 };
 
 	if (!dev || !caps)
 		return ibodp_fail(EINVAL, "ibodp_query_caps: %s is NULL", dev ? "caps" : "dev");
-	memset(caps, 0, sizeof(*caps));
-	if (!has_odp(dev))
-		return 0;
-	a = &dev->attr;
-	caps->explicit_odp = true;
-	caps->implicit_odp = a->odp_caps.general_caps & IBV_ODP_SUPPORT_IMPLICIT;
-	caps->rc = a->odp_caps.per_transport_caps.rc_odp_caps;
-	caps->uc = a->odp_caps.per_transport_caps.uc_odp_caps;
-	caps->ud = a->odp_caps.per_transport_caps.ud_odp_caps;
-	caps->xrc = a->xrc_odp_caps;
+	if (caps_size < CAPS_SIZE_1_0)
+		return ibodp_fail(EINVAL, "ibodp_query_caps: a struct of %zu bytes is smaller than any struct ibodp_caps",
+				  caps_size);
+	if (has_odp(dev)) {
+		a = &dev->attr;
+		c.explicit_odp = true;
+		c.implicit_odp = a->odp_caps.general_caps & IBV_ODP_SUPPORT_IMPLICIT;
+		c.rc = a->odp_caps.per_transport_caps.rc_odp_caps;
+		c.uc = a->odp_caps.per_transport_caps.uc_odp_caps;
+		c.ud = a->odp_caps.per_transport_caps.ud_odp_caps;
+		c.xrc = a->xrc_odp_caps;
+	}
+	ibodp_copy_sized(caps, caps_size, &c, sizeof(c));
 	return 0;
+}
+
+/* The 1.0 function, for programs built before the size was passed. */
+int (ibodp_query_caps)(const struct ibodp_dev *dev, struct ibodp_caps *caps)
+{
+	return ibodp_query_caps_sized(dev, caps, CAPS_SIZE_1_0);
 }
 
 static const char *const op_names[] = {
@@ -208,24 +222,34 @@ static void append_ops(char *buf, size_t size, size_t *len, const char *transpor
 		ibodp_append(buf, size, len, " 0x%x", ops >> i << i);
 }
 
-int ibodp_caps_str(const struct ibodp_caps *caps, char *buf, size_t size)
+int ibodp_caps_str_sized(const struct ibodp_caps *caps, size_t caps_size, char *buf,
+			 size_t size)
 {
 	size_t len = 0;
 
 	if (!caps || (!buf && size))
 		return ibodp_fail(EINVAL, "ibodp_caps_str: %s is NULL", caps ? "buf" : "caps");
+	if (caps_size < CAPS_SIZE_1_0)
+		return ibodp_fail(EINVAL, "ibodp_caps_str: a struct of %zu bytes is smaller than any struct ibodp_caps",
+				  caps_size);
 	if (size)
 		buf[0] = 0;
 	if (!caps->explicit_odp) {
 		ibodp_append(buf, size, &len, "no ODP");
-		return len > INT_MAX ? -EOVERFLOW : (int)len;
+	} else {
+		ibodp_append(buf, size, &len, "explicit%s",
+			     caps->implicit_odp ? " implicit" : "");
+		append_ops(buf, size, &len, "RC", caps->rc);
+		append_ops(buf, size, &len, "UC", caps->uc);
+		append_ops(buf, size, &len, "UD", caps->ud);
+		append_ops(buf, size, &len, "XRC", caps->xrc);
 	}
-	ibodp_append(buf, size, &len, "explicit%s", caps->implicit_odp ? " implicit" : "");
-	append_ops(buf, size, &len, "RC", caps->rc);
-	append_ops(buf, size, &len, "UC", caps->uc);
-	append_ops(buf, size, &len, "UD", caps->ud);
-	append_ops(buf, size, &len, "XRC", caps->xrc);
-	return len > INT_MAX ? -EOVERFLOW : (int)len;
+	return len > INT_MAX ? ibodp_fail(EOVERFLOW, "ibodp_caps_str") : (int)len;
+}
+
+int (ibodp_caps_str)(const struct ibodp_caps *caps, char *buf, size_t size)
+{
+	return ibodp_caps_str_sized(caps, CAPS_SIZE_1_0, buf, size);
 }
 
 /* The first line of a sysfs file, without its newline; false if unreadable. */

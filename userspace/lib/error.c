@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
-/* Per-thread failure messages and bounded string building. */
+/* Per-thread failure messages, bounded string building, structs of a caller's size. */
 #include "internal.h"
 
 #include <errno.h>
@@ -32,6 +32,8 @@ int ibodp_fail(int err, const char *fmt, ...)
 	va_start(ap, fmt);
 	vrecord(err, fmt, ap);
 	va_end(ap);
+	/* Both conventions: ours returns -err, libibverbs' callers look at errno. */
+	errno = err;
 	return -err;
 }
 
@@ -42,6 +44,13 @@ void ibodp_note(const char *fmt, ...)
 	va_start(ap, fmt);
 	vrecord(0, fmt, ap);
 	va_end(ap);
+}
+
+void ibodp_copy_sized(void *dst, size_t dst_size, const void *src, size_t src_size)
+{
+	memcpy(dst, src, dst_size < src_size ? dst_size : src_size);
+	if (dst_size > src_size)
+		memset((char *)dst + src_size, 0, dst_size - src_size);
 }
 
 void ibodp_append(char *buf, size_t size, size_t *len, const char *fmt, ...)

@@ -27,6 +27,12 @@ int ibodp_fail(int err, const char *fmt, ...) __attribute__((format(printf, 2, 3
 /* Record a note that is not a failure (a fallback taken); ibodp_errmsg() shows it. */
 void ibodp_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
+/*
+ * The library's struct @src of @src_size bytes into a caller's of @dst_size: as much as
+ * fits, and zeros past what this library knows (a newer header's fields).
+ */
+void ibodp_copy_sized(void *dst, size_t dst_size, const void *src, size_t src_size);
+
 /* snprintf() into buf + *len that tolerates a full buffer, tracking the whole length. */
 void ibodp_append(char *buf, size_t size, size_t *len, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));

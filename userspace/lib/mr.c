@@ -29,8 +29,10 @@ int ibodp_reg_mr(struct ibodp_dev *dev, struct ibv_pd *pd, void *addr, size_t le
 		 int access, enum ibodp_kind kind, enum ibodp_fallback fallback,
 		 struct ibodp_mr **mrp)
 {
+	enum ibodp_kind got = kind;
 	const char *missing = NULL;
 	struct ibodp_mr *mr;
+	struct ibv_mr *vmr;
 	int err;
 
 	if (!mrp)
@@ -58,37 +60,32 @@ int ibodp_reg_mr(struct ibodp_dev *dev, struct ibv_pd *pd, void *addr, size_t le
 		return ibodp_fail(EINVAL, "ibodp_reg_mr: the PD is of another device than %s",
 				  ibodp_name(dev));
 
-	mr = calloc(1, sizeof(*mr));
-	if (!mr)
-		return ibodp_fail(ENOMEM, "ibodp_reg_mr");
-	mr->dev = dev;
-	mr->addr = addr;
-	mr->length = length;
-	mr->kind = kind;
 	if (kind != IBODP_PINNED) {
 		missing = odp_missing(dev, kind);
-		if (missing && fallback == IBODP_FAIL) {
-			free(mr);
+		if (missing && fallback == IBODP_FAIL)
 			return ibodp_fail(EOPNOTSUPP, "cannot register %zu bytes as %s on %s: %s",
 					  length, kind_names[kind], ibodp_name(dev), missing);
-		}
-		if (missing) {
-			mr->kind = IBODP_PINNED;
-			mr->fell_back = true;
-		}
+		if (missing)
+			got = IBODP_PINNED;
 	}
-	if (mr->kind != IBODP_PINNED)
+	mr = malloc(sizeof(*mr));
+	if (!mr)
+		return ibodp_fail(ENOMEM, "ibodp_reg_mr");
+	if (got != IBODP_PINNED)
 		access |= IBV_ACCESS_ON_DEMAND;
-	mr->mr = ibv_reg_mr(pd, addr, length, access);
-	if (!mr->mr) {
+	vmr = ibv_reg_mr(pd, addr, length, access);
+	if (!vmr) {
 		err = errno ? errno : EINVAL;
-		ibodp_fail(err, "cannot register %zu bytes at %p as %s on %s%s", length, addr,
-			   kind_names[mr->kind], ibodp_name(dev),
-			   err == ENOMEM && mr->kind == IBODP_PINNED ?
-			   " (pinned memory counts against RLIMIT_MEMLOCK: ulimit -l)" : "");
 		free(mr);
-		return -err;
+		return ibodp_fail(err, "cannot register %zu bytes at %p as %s on %s%s", length,
+				  addr, kind_names[got], ibodp_name(dev),
+				  err == ENOMEM && got == IBODP_PINNED ?
+				  " (pinned memory counts against RLIMIT_MEMLOCK: ulimit -l)" : "");
 	}
+	/* Its fields are const for the caller: set once, here, through a copy. */
+	memcpy(mr, &(struct ibodp_mr){ .mr = vmr, .kind = got, .fell_back = got != kind,
+				       .dev = dev, .addr = addr, .length = length },
+	       sizeof(*mr));
 	if (mr->fell_back)
 		ibodp_note("registered %zu bytes pinned instead of as %s: %s", length,
 			   kind_names[kind], missing);

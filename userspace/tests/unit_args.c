@@ -58,6 +58,8 @@ static void test_prefetch_args(void)
 {
 	char buf[8192];
 	struct ibodp_mr mr = { .kind = IBODP_EXPLICIT, .addr = buf + 4096, .length = 2048 };
+	struct ibodp_mr pinned = { .kind = IBODP_PINNED, .addr = buf + 4096, .length = 2048 };
+	struct ibodp_mr implicit = { .kind = IBODP_IMPLICIT, .length = SIZE_MAX };
 	bool direct = true;
 
 	expect(ibodp_prefetch(NULL, buf, 1, 0, &direct), EINVAL, "mr is NULL",
@@ -78,13 +80,11 @@ static void test_prefetch_args(void)
 	       "advise without a device");
 	expect(ibodp_advise_mr(fake_dev, fake_pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, NULL, 0, NULL),
 	       EINVAL, "no SGE", "advise on no SGE");
-	mr.kind = IBODP_PINNED;
-	check(ibodp_prefetch(&mr, mr.addr, 2048, IBODP_PREFETCH_SYNC, NULL) == 0,
+	check(ibodp_prefetch(&pinned, pinned.addr, 2048, IBODP_PREFETCH_SYNC, NULL) == 0,
 	      "prefetch of a pinned MR: nothing to do");
-	mr.kind = IBODP_IMPLICIT;
-	expect(ibodp_prefetch(&mr, (void *)(UINTPTR_MAX - 4095), 8192, 0, NULL), EINVAL,
+	expect(ibodp_prefetch(&implicit, (void *)(UINTPTR_MAX - 4095), 8192, 0, NULL), EINVAL,
 	       "wraps around", "implicit prefetch past the end of the address space");
-	expect(ibodp_prefetch(&mr, buf, SIZE_MAX, 0, NULL), EINVAL, "wraps around",
+	expect(ibodp_prefetch(&implicit, buf, SIZE_MAX, 0, NULL), EINVAL, "wraps around",
 	       "implicit prefetch of SIZE_MAX bytes");
 }
 
