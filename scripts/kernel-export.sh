@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # Export the commits on top of the pristine base in $SRC (branch `series`) back into
 # kernel/patches/ as numbered format-patch files and rewrite kernel/patches/series.
-# Refuses when the tree has uncommitted changes, so nothing is silently left out.
+# Refuses when the tree has uncommitted changes or untracked files, so nothing is
+# silently left out.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -13,6 +14,13 @@ cd "$SRC"
 	die "a git am or rebase is in progress in $SRC: finish or abort it first"
 [ -z "$(git status --porcelain -uno)" ] ||
 	die "$SRC has uncommitted changes: commit them (git add -f for new files) first"
+# A new file no commit holds would be left out of the patches without a word.
+untracked=$(git ls-files --others --exclude-standard | head -3 | tr '\n' ' ')
+if [ -n "$untracked" ]; then
+	[ "${FORCE:-}" = 1 ] ||
+		die "$SRC has untracked files that no commit holds, so the export would leave them out (${untracked% }): commit or delete them, or FORCE=1 to export without them"
+	info "FORCE=1: exporting without the untracked files ${untracked% }"
+fi
 [ "$(git symbolic-ref --short HEAD 2>/dev/null)" = series ] ||
 	die "$SRC is not on branch series: check it out first"
 # kernel/patches must still be what this tree was made from or last exported: else it

@@ -48,7 +48,7 @@ content_hash() {
 # kernel_tree_unsaved DIR prints why resetting or deleting DIR would lose work, nothing
 # when it would not.
 kernel_tree_unsaved() {
-	local dir=$1 head applied base
+	local dir=$1 head applied base ignored
 
 	[ -d "$dir/.git" ] || return 0
 	if [ -d "$dir/.git/rebase-apply" ] || [ -d "$dir/.git/rebase-merge" ]; then
@@ -57,6 +57,13 @@ kernel_tree_unsaved() {
 	fi
 	if [ -n "$(git -C "$dir" status --porcelain 2>/dev/null)" ]; then
 		echo "it has uncommitted changes or untracked files"
+		return
+	fi
+	# git clean -fdx deletes ignored files too (tags, an in-tree build, notes).
+	ignored=$(git -C "$dir" status --porcelain --ignored 2>/dev/null | sed -n 's/^!! //p' |
+		head -3 | tr '\n' ' ')
+	if [ -n "$ignored" ]; then
+		echo "it has files git ignores, which cleaning would delete (${ignored% })"
 		return
 	fi
 	head=$(git -C "$dir" rev-parse -q --verify HEAD) || return 0

@@ -3,8 +3,8 @@
 
 scripts/kernel-source.sh resets or deletes build/linux when kernel/patches or the source
 package changed; scripts/lib.sh's guard_kernel_tree must stop it, in one line, whenever
-the tree holds work kernel/patches does not (commits, changes, untracked files, a git am
-in progress), and let FORCE=1 go on.
+the tree holds work kernel/patches does not (commits, changes, untracked or ignored
+files, a git am in progress), and let FORCE=1 go on.
 """
 import os
 import subprocess
@@ -74,6 +74,20 @@ class KernelTreeGuardTest(unittest.TestCase):
         rc, out = guard(self.tree)
         self.assertNotEqual(rc, 0)
         self.assertIn('untracked', out)
+
+    def test_ignored_file_stops_it(self):
+        self.write('.gitignore', 'tags\n')
+        git(self.tree, 'add', '.gitignore')
+        git(self.tree, 'commit', '-q', '-m', 'ignore tags')
+        head = subprocess.run(['git', '-C', self.tree, 'rev-parse', 'HEAD'], check=True,
+                              capture_output=True, text=True).stdout
+        self.write(os.path.join('.git', 'applied-head'), head)
+        self.assertEqual(guard(self.tree), (0, ''))
+        self.write('tags', 'my index\n')
+        rc, out = guard(self.tree)
+        self.assertNotEqual(rc, 0)
+        self.assertIn('files git ignores', out)
+        self.assertIn('tags', out)
 
     def test_am_in_progress_stops_it(self):
         os.mkdir(os.path.join(self.tree, '.git', 'rebase-apply'))
