@@ -3,7 +3,7 @@
 # Host test of `make install`, as a user of libibodp would use it: install into a
 # prefix under the build folder ($BUILD/userspace-install, remade each run), then build
 # the examples (userspace/examples/) against it with pkg-config, shared and static, the
-# way the README says. The guest suite libibodp runs the installed quick-start example
+# way the README says (odp_rdma_cm with librdmacm too). The guest suite libibodp runs the installed quick-start example
 # on its device; here (no RDMA device) it must fail cleanly, saying so. Also: a build
 # with the builder's own CFLAGS, and `make uninstall` removing all it installed. TAP.
 set -u
@@ -20,7 +20,7 @@ mkdir -p "$BUILD/logs"
 # Only the build folder's own install prefix is remade.
 rm -rf "$prefix"
 cflags="-std=c11 -Wall -Wextra -Werror"
-echo "1..12"
+echo "1..13"
 t "make install PREFIX=$prefix" "make -C '$ROOT/userspace' O='$BUILD/userspace' install PREFIX='$prefix'"
 t "header, shared and static library, pkg-config file, tools and man pages installed" \
 	"test -f '$prefix/include/ibodp.h' -a -L '$prefix/lib/libibodp.so' -a -f '$prefix/lib/libibodp.a' -a -f '$prefix/lib/pkgconfig/ibodp.pc' -a -x '$prefix/bin/odp-bench' -a -f '$prefix/share/man/man3/libibodp.3' -a -f '$prefix/share/man/man1/odp-stress.1'"
@@ -31,6 +31,9 @@ for ex in odp_caps odp_quickstart; do
 	t "$ex builds against it: cc $ex.c \$(pkg-config --cflags --libs ibodp)" \
 		"cc $cflags '$ROOT/userspace/examples/$ex.c' \$(pkg-config --cflags --libs ibodp) -Wl,-rpath,'$prefix/lib' -o '$prefix/examples/$ex'"
 done
+# An rdma_cm application: libibodp on librdmacm's context (ibodp_wrap).
+t "odp_rdma_cm builds against it and librdmacm: cc odp_rdma_cm.c \$(pkg-config --cflags --libs ibodp librdmacm)" \
+	"cc $cflags '$ROOT/userspace/examples/odp_rdma_cm.c' \$(pkg-config --cflags --libs ibodp librdmacm) -Wl,-rpath,'$prefix/lib' -o '$prefix/examples/odp_rdma_cm'"
 t "odp_quickstart links statically: pkg-config --static" \
 	"cc $cflags '$ROOT/userspace/examples/odp_quickstart.c' \$(pkg-config --cflags ibodp) '$prefix/lib/libibodp.a' \$(pkg-config --static --libs ibodp | sed 's/-libodp//') -o '$scratch/odp_quickstart_static'"
 t "pkg-config --libs names libibverbs for the verbs an application calls itself" \

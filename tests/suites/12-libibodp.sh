@@ -3,7 +3,7 @@
 # vmtest-timeout: 300
 # libibodp on the guest's device: its device test (userspace/tests/device_lib.c), then
 # each tool for a short run whose output must say what it promises, and the quick-start
-# example as installed by `make install` (the host test makes it). Writes
+# and rdma_cm examples as installed by `make install` (the host test makes them). Writes
 # libibodp-device.tap and libibodp-tools.tap.
 . "$GUEST_ROOT/scripts/guest/lib.sh"
 bin=$BUILD/userspace
@@ -27,7 +27,29 @@ tools=(
 	"the quick-start example, built against the installed libibodp (scripts/check-install.sh), registers 1 MiB as ODP and prefetches all of it|$BUILD/userspace-install/examples/odp_quickstart $RDMA_DEV|0|during the prefetch: page_faults [0-9]+ +pages_faulted 256 "
 )
 
-echo "1..${#tools[@]}" >"$tap"
+# The rdma_cm example (built by the host test of make install): a server and a client on
+# this guest's address, libibodp on librdmacm's context, every byte checked on both sides.
+# The client starts once the server says it listens (at most 60 s).
+rdma_cm_example() {
+	local ex=$BUILD/userspace-install/examples/odp_rdma_cm addr=${GUEST_ADDR%/*} pid i rc
+	local out=/tmp/odp_rdma_cm
+
+	[ -x "$ex" ] || { echo "no $ex: the host test of make install builds it"; return 1; }
+	"$ex" server -s 4194304 "$addr" >$out.server 2>&1 &
+	pid=$!
+	for i in $(seq 600); do
+		grep -q '^server: listening' $out.server && break
+		kill -0 $pid 2>/dev/null || break
+		sleep 0.1
+	done
+	timeout -k 5 60 "$ex" client -s 4194304 "$addr"
+	rc=$?
+	wait $pid || rc=1
+	cat $out.server
+	return $rc
+}
+
+echo "1..$((${#tools[@]} + 1))" >"$tap"
 n=0
 for t in "${tools[@]}"; do
 	n=$((n + 1))
@@ -48,4 +70,16 @@ for t in "${tools[@]}"; do
 		echo "not ok $n - $name: no line matching '$want' (see $log)" >>"$tap"
 	fi
 done
+n=$((n + 1))
+echo "== odp_rdma_cm server and client on ${GUEST_ADDR%/*}" >>"$log"
+rdma_cm_example >/tmp/libibodp-tool.out 2>&1
+rc=$?
+cat /tmp/libibodp-tool.out >>"$log"
+if [ $rc = 0 ] && grep -q '^client: wrote 4194304 bytes .* all as sent' /tmp/libibodp-tool.out &&
+	grep -q '^server: received 4194304 bytes .* all as sent' /tmp/libibodp-tool.out &&
+	grep -Eq '^server: ODP counters .*pages_faulted [1-9]' /tmp/libibodp-tool.out; then
+	echo "ok $n - the rdma_cm example: 4 MiB written into and read from untouched ODP memory over rdma_cm, checked on both sides, the server's ODP faults counted" >>"$tap"
+else
+	echo "not ok $n - the rdma_cm example: exit $rc (see $log)" >>"$tap"
+fi
 exit 0
