@@ -4,6 +4,9 @@
 #             [SUITES=a,b]                         (only guest suites named like a or b)
 #   make run  [PROFILE=name] [KERNEL=...]            boot, create soft-RoCE, run the workload
 #   make shell [PROFILE=name] [KERNEL=...]           the test guest with a shell
+#   make cluster [NODES=2..4] [PROFILE=name]         guests joined by a link of their own,
+#             [KERNEL=...] [CMD='...']               rxe, ssh, Open MPI, UCX: a shell on
+#                                                    node0, or CMD run there (its status)
 #   make bench [PROFILE=a,b] [KERNEL=...]            benchmark tables (BENCH_SECONDS=n)
 #             [COMPARE=/path/bzImage [BOOTS=n]]     ... and ours against another kernel, booted in turn
 #   make kernel                                      build our kernel only
@@ -48,6 +51,9 @@ run:
 shell:
 	@bash scripts/shell.sh
 
+cluster:
+	@bash scripts/cluster.sh
+
 kernel:
 	@bash scripts/deps.sh
 	@bash scripts/kernel-source.sh
@@ -73,4 +79,4 @@ install:
 clean:
 	rm -rf build
 
-.PHONY: test bench soak run shell kernel peer export-patches check-series mutants install clean
+.PHONY: test bench soak run shell cluster kernel peer export-patches check-series mutants install clean

@@ -16,6 +16,8 @@ PACKAGES=(
 	perftest iproute2
 	# the distro-mm and debug guests' NVDIMM, made a device-DAX namespace
 	ndctl
+	# make cluster: ssh between the nodes, and the HPC stack that runs across them
+	dropbear-bin openmpi-bin libopenmpi-dev python3-mpi4py ucx-utils rdmacm-utils
 	# libibodp: host unit tests under valgrind, and the plots of `make bench`
 	valgrind pkg-config gnuplot-nox
 	# make peer: an upstream kernel source straight from the archive, signature checked

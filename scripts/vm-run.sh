@@ -4,6 +4,9 @@
 #   vm-run.sh PROFILE BZIMAGE OUTDIR JOB    run JOB (a script path) in the guest; the
 #                                           console goes to OUTDIR/console.log
 # A JOB named */shell.sh is interactive: the serial console is this terminal.
+# A node of a cluster (scripts/cluster.sh) sets VM_NETDEV (the -netdev of its NIC instead
+# of QEMU's user network), VM_MAC, VM_CMDLINE (more kernel parameters) and
+# VM_INTERACTIVE=1 (the console is this terminal, whatever the job).
 # The host root is the guest's root (read-only); OUTDIR is shared read-write at the same
 # path. Exit status: QEMU's, or 124 when the guest ran past the profile's TIMEOUT (or
 # VM_TIMEOUT seconds when set).
@@ -27,12 +30,12 @@ command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 is missing: 
 mkdir -p "$out"
 initrd=$(bash "$ROOT/scripts/make-initramfs.sh" "$image")
 
-interactive=
+interactive=${VM_INTERACTIVE:-}
 [ "$(basename "$job")" = shell.sh ] && interactive=1
 
 # panic=-1 with -no-reboot: a panicking guest ends QEMU at once instead of hanging.
 cmdline="console=ttyS0 panic=-1 vmt_root=$ROOT vmt_build=$BUILD vmt_out=$out vmt_job=$job"
-cmdline="$cmdline $KERNEL_CMDLINE"
+cmdline="$cmdline $KERNEL_CMDLINE ${VM_CMDLINE:-}"
 # The DMA path the ODP tests must see (VT_ODP_DMA in tests/verbs/lib/odp.h) and the
 # IOMMU group type of the NIC (libibodp's device test).
 [ -n "$ODP_DMA" ] && cmdline="$cmdline vmt_odp_dma=$ODP_DMA"
@@ -51,7 +54,7 @@ qemu=(
 	-machine q35,accel=tcg,kernel-irqchip=split -cpu max -m 4G -smp 2
 	-no-reboot -display none -nodefaults
 	$QEMU_DEVICES
-	-netdev user,id=n0,restrict=on -device e1000e,netdev=n0
+	-netdev "${VM_NETDEV:-user,id=n0,restrict=on}" -device "e1000e,netdev=n0${VM_MAC:+,mac=$VM_MAC}"
 	# A PCIe switch with two devices under it, for P2P DMA: an NVMe controller whose
 	# memory buffer the kernel publishes as P2P memory (no namespace, no disk), and
 	# edu, a device with a DMA engine. The dma_iova and hmm_dma KUnit suites, the DMA

@@ -12,8 +12,9 @@ RDMA_DEV=${RDMA_DEV:-rxe0}
 [ -n "${vmt_odp_dma:-}" ] && export VT_ODP_DMA=$vmt_odp_dma
 [ -n "${vmt_iommu_group:-}" ] && export VT_IOMMU_GROUP=$vmt_iommu_group
 NETDEV=${NETDEV:-eth0}
-# Link-local only: nothing in the guest can route anywhere past the VM.
-GUEST_ADDR=${GUEST_ADDR:-169.254.10.1/16}
+# Link-local only: nothing in the guest can route anywhere past the VM. A cluster node's
+# own address comes from the kernel command line (vmt_addr, scripts/cluster.sh).
+GUEST_ADDR=${GUEST_ADDR:-${vmt_addr:-169.254.10.1/16}}
 
 # One line per problem that is not a single test's failure; the host reads these from
 # the console and counts each as a failed check of the profile.
@@ -22,16 +23,17 @@ guest_error() {
 }
 
 # run_tap NAME SECONDS COMMAND...: run a program that prints TAP, into $OUT/NAME.tap
-# (stderr: $OUT/NAME.err), and record "EXIT-STATUS SECONDS" in $OUT/NAME.exit: the
+# (stderr: $OUT/NAME.err), and record "EXIT-STATUS SECONDS TOOK" in $OUT/NAME.exit: the
 # host's judge fails a program that crashed after its last result, exited non-zero
 # with every result passed, or ran out of time (124).
 run_tap() {
-	local name=$1 secs=$2 rc
+	local name=$1 secs=$2 rc start=$SECONDS
 
 	shift 2
 	timeout -k 5 "$secs" "$@" >"$OUT/$name.tap" 2>"$OUT/$name.err"
 	rc=$?
-	echo "$rc $secs" >"$OUT/$name.exit"
+	# Its status, its time limit and the seconds it took.
+	echo "$rc $secs $((SECONDS - start))" >"$OUT/$name.exit"
 	return $rc
 }
 
