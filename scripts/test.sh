@@ -76,10 +76,11 @@ done
 
 # A guest may run every suite to its timeout; a profile may ask for more (debug).
 vm_timeout() {
-	local t
+	local t f
 
 	t=$(profile_var "$1" TIMEOUT 900)
-	echo $((t > suites_time ? t : suites_time))
+	f=$(profile_var "$1" TIME_FACTOR 1)
+	echo $((t > suites_time * f ? t : suites_time * f))
 }
 suites_time=$(guest_timeout)
 

@@ -24,6 +24,7 @@ KERNEL_CMDLINE=$(profile_var "$profile" KERNEL_CMDLINE)
 TIMEOUT=${VM_TIMEOUT:-$(profile_var "$profile" TIMEOUT 900)}
 ODP_DMA=$(profile_var "$profile" EXPECT_ODP_DMA '')
 IOMMU_GROUP=$(profile_var "$profile" EXPECT_IOMMU_GROUP '')
+TIME_FACTOR=$(profile_var "$profile" TIME_FACTOR 1)
 [ -f "$image" ] || die "kernel image $image does not exist"
 command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 is missing: run scripts/deps.sh"
 
@@ -40,6 +41,8 @@ cmdline="$cmdline $KERNEL_CMDLINE ${VM_CMDLINE:-}"
 # IOMMU group type of the NIC (libibodp's device test).
 [ -n "$ODP_DMA" ] && cmdline="$cmdline vmt_odp_dma=$ODP_DMA"
 [ -n "$IOMMU_GROUP" ] && cmdline="$cmdline vmt_iommu_group=$IOMMU_GROUP"
+# The profile's kernel is that much slower: the guest stretches its time limits.
+[ "$TIME_FACTOR" != 1 ] && cmdline="$cmdline vmt_time_factor=$TIME_FACTOR"
 # SUITES=a,b (a developer's shortcut): only the guest suites whose names contain a or b.
 [ -n "${SUITES:-}" ] && cmdline="$cmdline vmt_suites=$SUITES"
 [ -n "${BENCH_SECONDS:-}" ] && cmdline="$cmdline vmt_bench_seconds=$BENCH_SECONDS"

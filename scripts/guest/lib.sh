@@ -11,6 +11,9 @@ RDMA_DEV=${RDMA_DEV:-rxe0}
 # and the NIC's IOMMU group type (none, DMA, DMA-FQ).
 [ -n "${vmt_odp_dma:-}" ] && export VT_ODP_DMA=$vmt_odp_dma
 [ -n "${vmt_iommu_group:-}" ] && export VT_IOMMU_GROUP=$vmt_iommu_group
+# How much slower this profile's kernel runs than the normal one (TIME_FACTOR of the
+# profile: the debug kernel's KASAN and lockdep): every time limit is multiplied by it.
+TIME_FACTOR=${vmt_time_factor:-1}
 NETDEV=${NETDEV:-eth0}
 # Link-local only: nothing in the guest can route anywhere past the VM. A cluster node's
 # own address comes from the kernel command line (vmt_addr, scripts/cluster.sh).
@@ -23,11 +26,12 @@ guest_error() {
 }
 
 # run_tap NAME SECONDS COMMAND...: run a program that prints TAP, into $OUT/NAME.tap
+# (SECONDS times the profile's TIME_FACTOR at most)
 # (stderr: $OUT/NAME.err), and record "EXIT-STATUS SECONDS TOOK" in $OUT/NAME.exit: the
 # host's judge fails a program that crashed after its last result, exited non-zero
 # with every result passed, or ran out of time (124).
 run_tap() {
-	local name=$1 secs=$2 rc start=$SECONDS
+	local name=$1 secs=$(($2 * TIME_FACTOR)) rc start=$SECONDS
 
 	shift 2
 	timeout -k 5 "$secs" "$@" >"$OUT/$name.tap" 2>"$OUT/$name.err"

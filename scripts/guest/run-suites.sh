@@ -39,7 +39,7 @@ if [ $rxe_ready = 0 ]; then
 		export VMT_SUITE=$name
 		# Its "# vmtest-timeout: N" line (scripts/lib.sh suite_timeout() reads the same).
 		limit=$(sed -n 's/^# vmtest-timeout: *\([0-9]\+\)$/\1/p' "$suite" | head -1)
-		limit=${limit:-900}
+		limit=$(( ${limit:-900} * TIME_FACTOR ))
 		start=$(date +%s)
 		timeout -k 10 "$limit" bash "$suite" >"$OUT/$name.out" 2>&1
 		rc=$?
