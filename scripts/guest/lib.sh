@@ -213,6 +213,26 @@ pmem_teardown() {
 	return 0
 }
 
+# Fault injection disarmed (fail_function's list emptied, every probability 0), for after
+# a suite: a test program killed while it injected (a suite past its time) leaves the
+# kernel failing calls for whatever runs next. Prints what was still armed, if anything.
+fault_injection_off() {
+	local d=/sys/kernel/debug armed=
+
+	if [ -w $d/fail_function/inject ]; then
+		[ -n "$(cat $d/fail_function/inject)" ] &&
+			armed="fail_function ($(tr '\n' ' ' <$d/fail_function/inject))"
+		echo 0 >$d/fail_function/probability
+		echo >$d/fail_function/inject
+	fi
+	for f in failslab fail_page_alloc; do
+		[ -w $d/$f/probability ] || continue
+		[ "$(cat $d/$f/probability)" != 0 ] && armed="$armed $f"
+		echo 0 >$d/$f/probability
+	done
+	[ -z "$armed" ] || echo "$armed"
+}
+
 # The cgroup v2 hierarchy at /sys/fs/cgroup with the memory controller for its children,
 # where the kernel has memory cgroups.
 memcg_on() {

@@ -44,6 +44,8 @@ if [ $rxe_ready = 0 ]; then
 		timeout -k 10 "$limit" bash "$suite" >"$OUT/$name.out" 2>&1
 		rc=$?
 		[ $rc -eq 124 ] && guest_error "suite $name ran past its ${limit} s and was killed (log: $OUT/$name.out)"
+		armed=$(fault_injection_off)
+		[ -z "$armed" ] || guest_error "suite $name left fault injection armed: $armed (disarmed)"
 		echo "vmtest: suite $name exited $rc after $(($(date +%s) - start))s" >/dev/console
 	done
 fi
