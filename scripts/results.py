@@ -145,7 +145,7 @@ def parse_tap(lines, counts):
 
 
 def judge_exit(path, counts):
-    """A TAP program's exit status ("STATUS SECONDS" in NAME.exit, from the guest's
+    """A TAP program's exit status ("STATUS LIMIT TOOK" in NAME.exit, from the guest's
     run_tap): a timeout, a death by signal, or a non-zero status with every result
     passed is a failure, so a crash after the last result cannot pass."""
     try:
