@@ -45,7 +45,10 @@ if [ ! -f "$SRC/.git/base-version" ] || [ "$(cat "$SRC/.git/base-version")" != "
 		# Commits made here become the series: they carry this project's identity.
 		git config user.name "$(git -C "$ROOT" config user.name || echo "kernel build")"
 		git config user.email "$(git -C "$ROOT" config user.email || echo "build@localhost")"
-		git add -A
+		# Everything the tarball holds, the files its .gitignore names included
+		# (.clang-format, ...): untracked, they would look like a developer's own
+		# files to the guard, and git clean -fdx would delete them.
+		git add -A -f
 		git commit -q \
 			-m "Debian linux-source-6.12 $have" \
 			-m "Pristine, except that .gitignore loses its Debian packaging section."
