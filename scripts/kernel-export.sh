@@ -35,8 +35,9 @@ fi
 
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-# --zero-commit and no signature keep regenerated files identical when nothing changed.
-git format-patch -q --zero-commit --no-signature -o "$tmp" base..HEAD
+# --zero-commit, no signature and no "n/N" in the subjects keep the files identical when
+# nothing changed, and a new patch from rewriting every other one.
+git format-patch -q -N --zero-commit --no-signature -o "$tmp" base..HEAD
 rm -f "$PATCHES"/*.patch
 : >"$PATCHES/series"
 for p in "$tmp"/*.patch; do

@@ -93,8 +93,8 @@ for m in "${mutants[@]}"; do
 	PROFILE=$profile KERNEL=$dir/bzImage SUITES=$suites bash "$ROOT/scripts/test.sh" \
 		>"$dir/test.log" 2>&1 || rc=$?
 	cp "$RESULTS/$profile/console.log" "$dir/" 2>/dev/null || true
-	# Suites (and `checks`) of this profile that reported a failure.
-	failed=$(awk -v p="$profile" '$1 == p && / passed, / {
+	# Suites (and `checks`) of this profile, and of its two-host run, that reported a failure.
+	failed=$(awk -v p="$profile" '($1 == p || $1 == "two-host-" p) && / passed, / {
 			for (i = 3; i <= NF; i++) if ($i ~ /^failed/ && $(i - 1) + 0 > 0) print $2
 		}' "$dir/test.log" | sort -u)
 	hit=()
