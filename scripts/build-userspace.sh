@@ -24,3 +24,6 @@ gcc -std=gnu11 -O2 -Wall -Werror -I"$SRC" -I"$SRC/tools/testing/selftests" \
 	-I"$SRC/tools/testing/selftests/mm" -o "$BUILD/tests/hmm/hmm-tests" \
 	"$SRC/tools/testing/selftests/mm/hmm-tests.c" -lpthread >>"$log" 2>&1 ||
 	{ show_log_tail "$log"; die "building hmm-tests failed (log: $log)"; }
+# The MPI program of the two-host suite, with Open MPI's compiler wrapper.
+make -C "$ROOT/tests/mpi" O="$BUILD/tests/mpi" >>"$log" 2>&1 ||
+	{ show_log_tail "$log"; die "building tests/mpi (mpicc) failed (log: $log)"; }

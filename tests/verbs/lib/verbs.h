@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "pattern.h"
+
 struct vt_options {
 	const char *dev;	/* RDMA device name; NULL: the first one */
 	uint8_t port;
@@ -128,14 +130,5 @@ struct vt_transfer {
 };
 #define VT_NTRANSFERS 3
 extern const struct vt_transfer vt_transfers[VT_NTRANSFERS];
-
-/*
- * Fill len bytes with pattern seed: a 64-bit hash of the seed and the offset, with no
- * short period, so a page linked at the wrong offset or a THP mapped at the wrong step
- * cannot match, and every seed gives other bytes.
- */
-void vt_fill(void *buf, size_t len, unsigned int seed);
-/* Offset of the first byte that differs from vt_fill(seed), or -1 when all match. */
-long vt_check(const void *buf, size_t len, unsigned int seed);
 
 #endif
