@@ -3,12 +3,13 @@
 # make cluster [NODES=2..4] [PROFILE=name] [KERNEL=...] [CMD='...']
 #
 # NODES guests of one kernel and VM profile, joined by an Ethernet segment of their own
-# (scripts/cluster-hub.py on 127.0.0.1: nothing reaches another network), each with
-# soft-RoCE, an address 169.254.10.(N+1), the name nodeN known to all, an ssh server with
+# over Unix sockets (two: one QEMU's link straight to the other's; more: through
+# scripts/cluster-hub.py), so nothing reaches another network; each with soft-RoCE, an address 169.254.10.(N+1), the name nodeN known to all, an ssh server with
 # a key this script makes, and the Open MPI and UCX settings of
 # scripts/guest/cluster-env.sh. With CMD, node0 runs it once every node is up and
 # reachable, its output shown here, and this script exits with its status; without, a
-# shell on node0. Results: $BUILD/cluster/nodeN (console.log, the command's output).
+# shell on node0. Results: $BUILD/cluster/nodeN (console.log, the command's output), or
+# CLUSTER_DIR/nodeN (scripts/test.sh's two-host suites).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -19,15 +20,18 @@ case "$nodes" in
 *) die "NODES=$nodes: a cluster has 2 to 4 nodes" ;;
 esac
 prepare_vm "$profile"
-dir=$BUILD/cluster
+bash "$ROOT/scripts/build-userspace.sh"
+keys=$BUILD/cluster
+dir=${CLUSTER_DIR:-$keys}
 # How long a node may take to boot and come up (TCG; the debug kernel is the slowest).
 BOOT_SECONDS=${BOOT_SECONDS:-600}
 
 # Only this script's own folder is remade; the key stays, for a later cluster.
-mkdir -p "$dir"
-rm -rf "$dir"/node* "$dir/ports"
-[ -f "$dir/id_ed25519" ] || ssh-keygen -q -t ed25519 -N '' -C "cluster of $ROOT" \
-	-f "$dir/id_ed25519" || die "ssh-keygen failed"
+mkdir -p "$dir" "$keys"
+rm -rf "$dir"/node*
+[ -f "$keys/id_ed25519" ] || ssh-keygen -q -t ed25519 -N '' -C "cluster of $ROOT" \
+	-f "$keys/id_ed25519" || die "ssh-keygen failed"
+[ "$dir" = "$keys" ] || cp "$keys"/id_ed25519 "$keys"/id_ed25519.pub "$dir/"
 : >"$dir/hosts"
 : >"$dir/hostfile"
 echo "127.0.0.1 localhost" >>"$dir/hosts"
@@ -39,6 +43,7 @@ printf '%s\n' "${CMD:-}" >"$dir/cmd"
 
 pids=()
 hub=
+sockets=
 cleanup() {
 	local p
 	for i in $(seq 1 $((nodes - 1))); do
@@ -50,24 +55,37 @@ cleanup() {
 		kill "$p" 2>/dev/null || true
 	done
 	[ -n "$hub" ] && kill "$hub" 2>/dev/null
+	rm -rf "$sockets"
 	return 0
 }
 trap cleanup EXIT
 
-python3 "$ROOT/scripts/cluster-hub.py" "$nodes" "$dir/ports" &
-hub=$!
-for _ in $(seq 100); do [ -f "$dir/ports" ] && break; sleep 0.1; done
-[ -f "$dir/ports" ] || die "the cluster's hub did not start (scripts/cluster-hub.py)"
-mapfile -t ports <"$dir/ports"
+# The link's Unix sockets live in a short folder of their own (a socket's path is
+# limited to 108 bytes). Two nodes: node1's QEMU listens and node0's connects, a cable.
+# More: each QEMU connects to its port of scripts/cluster-hub.py.
+sockets=$(mktemp -d /tmp/vmtest-cluster.XXXXXX)
+if [ "$nodes" -gt 2 ]; then
+	python3 "$ROOT/scripts/cluster-hub.py" "$nodes" "$sockets" &
+	hub=$!
+	for _ in $(seq 100); do [ -f "$sockets/hub.ready" ] && break; sleep 0.1; done
+	[ -f "$sockets/hub.ready" ] || die "the cluster's hub did not start (scripts/cluster-hub.py)"
+fi
 
 # boot_node I [interactive]: node I in the background, or node0 on this terminal.
 boot_node() {
-	local i=$1 hubport=${ports[$1]% *} port=${ports[$1]#* }
+	local i=$1 link
 	local extra="vmt_node=$i vmt_nodes=$nodes vmt_addr=169.254.10.$((i + 1))/16 vmt_cluster=$dir"
 
 	mkdir -p "$dir/node$i"
 	[ -n "${2:-}" ] && extra="$extra vmt_shell=1"
-	VM_NETDEV="dgram,id=n0,local.type=inet,local.host=127.0.0.1,local.port=$port,remote.type=inet,remote.host=127.0.0.1,remote.port=$hubport" \
+	if [ "$nodes" -gt 2 ]; then
+		link="server=off,addr.type=unix,addr.path=$sockets/hub-$i.sock"
+	elif [ "$i" = 1 ]; then
+		link="server=on,addr.type=unix,addr.path=$sockets/link.sock"
+	else
+		link="server=off,addr.type=unix,addr.path=$sockets/link.sock"
+	fi
+	VM_NETDEV="stream,id=n0,$link" \
 		VM_MAC=$(printf '52:54:00:c1:00:%02x' "$i") VM_CMDLINE="$extra" \
 		VM_INTERACTIVE=${2:-} VM_TIMEOUT=${VM_TIMEOUT:-7200} \
 		bash "$ROOT/scripts/vm-run.sh" "$profile" "$IMAGE" "$dir/node$i" \

@@ -139,7 +139,7 @@ suite_timeout() {
 guest_timeout() {
 	local total=300 f
 
-	for f in "$ROOT"/tests/suites/*.sh; do
+	for f in "${1:-$ROOT/tests/suites}"/*.sh; do
 		total=$((total + $(suite_timeout "$f")))
 	done
 	echo "$total"

@@ -7,6 +7,9 @@
       the guest wrote and their exit statuses, facts, kmemleak, done), prints one line
       per suite and one for the profile, and writes DIR/summary.json. With
       --expected-skips FOLDER, a skip its SUITE.skips file does not allow fails.
+  results.py cluster NAME DIR --nodes N --status S --log FILE --seconds S
+      The two-host suites (scripts/cluster.sh with scripts/guest/cluster-suites.sh):
+      every node's console (DIR/nodeI), cluster.sh's exit status, node0's TAP files.
   results.py tap NAME FILE...
       Counts host-side TAP files as one suite (for suites that run on the host).
   results.py total DIR...
@@ -313,6 +316,77 @@ def guest_lines(lines):
     return KMSG.sub('', '\n'.join(lines) + '\n').splitlines()
 
 
+def tap_suites(d, profile, expected_skips):
+    """[(suite, Counts)] of the TAP files in folder d (NAME.tap, with NAME.exit when the
+    program's exit status was recorded), their skips judged against the expected ones."""
+    suites = []
+    for fn in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+        if fn.endswith('.tap'):
+            c = parse_tap(read_lines(os.path.join(d, fn)), Counts())
+            exit_file = os.path.join(d, fn[:-4] + '.exit')
+            if os.path.exists(exit_file):
+                judge_exit(exit_file, c)
+            name = fn[:-4]
+            for prefix in ('verbs-', 'two-host-'):
+                if name.startswith(prefix):
+                    name = prefix[:-1] + '/' + name[len(prefix):]
+                    break
+            suites.append((name, c))
+    if expected_skips:
+        rules = read_expected_skips(expected_skips)
+        for name, c in suites:
+            judge_skips(name, profile, c, rules.get(suite_file(name), []))
+    return suites
+
+
+def judge_cluster(args):
+    """The two-host suites: every node booted and logged no kernel problem, node0 ran
+    the suites to their end (scripts/guest/cluster-suites.sh), and their TAP files."""
+    d = args.dir
+    total, checks = Counts(), Counts()
+    facts = read_facts(os.path.join(d, 'node0', 'facts'))
+
+    def check(ok, name, why):
+        if ok:
+            checks.passed += 1
+        else:
+            checks.fail(name, why)
+
+    for i in range(args.nodes):
+        console = os.path.join(d, f'node{i}', 'console.log')
+        lines = read_lines(console) if os.path.exists(console) else []
+        guest = guest_lines(lines)
+        check(any(line.startswith('vmtest: initramfs started') for line in guest),
+              f'node{i} boot', f'the kernel never reached the initramfs (console: {console})')
+        splat = find_splat(lines)
+        check(splat is None, f'node{i} kernel log',
+              f'{splat[0]}: {splat[1]} (console: {console})' if splat else '')
+        for line in guest:
+            if line.startswith('vmtest: error: '):
+                checks.fail(f'node{i}', line[len('vmtest: error: '):])
+    log = read_lines(args.log) if args.log and os.path.exists(args.log) else []
+    last = next((line for line in reversed(log) if line.strip()), '')
+    check(args.status == 0, 'cluster',
+          f'scripts/cluster.sh exited {args.status}: {last} (log: {args.log})')
+    check(os.path.exists(os.path.join(d, 'node0', 'done')), 'finish',
+          'node0 did not finish the two-host suites (console: '
+          f'{os.path.join(d, "node0", "console.log")})')
+
+    suites = tap_suites(os.path.join(d, 'node0'), args.name, args.expected_skips)
+    suites.append(('checks', checks))
+    for name, c in suites:
+        print_suite(args.name, name, c)
+        total.add(c)
+    print(f'{args.name}: {total.line()} in {args.seconds} s on {args.nodes} guests '
+          f'(kernel {facts.get("kernel", "?")}, IOMMU group {facts.get("iommu_group", "?")})' +
+          (f' -- only the suites matching SUITES={facts["suites"]} ran'
+           if 'suites' in facts else ''))
+    with open(os.path.join(d, 'summary.json'), 'w') as f:
+        json.dump({'passed': total.passed, 'failed': total.failed,
+                   'skipped': total.skipped}, f)
+    return 0
+
+
 def judge_profile(args):
     d = args.dir
     console = os.path.join(d, 'console.log')
@@ -367,17 +441,7 @@ def judge_profile(args):
     suites = []
     for name, c in sorted(parse_ktap(lines).items()):
         suites.append((f'kunit/{name}', c))
-    for fn in sorted(os.listdir(d)) if os.path.isdir(d) else []:
-        if fn.endswith('.tap'):
-            c = parse_tap(read_lines(os.path.join(d, fn)), Counts())
-            exit_file = os.path.join(d, fn[:-4] + '.exit')
-            if os.path.exists(exit_file):
-                judge_exit(exit_file, c)
-            suites.append((fn[:-4].replace('verbs-', 'verbs/'), c))
-    if args.expected_skips:
-        rules = read_expected_skips(args.expected_skips)
-        for name, c in suites:
-            judge_skips(name, args.name, c, rules.get(suite_file(name), []))
+    suites += tap_suites(d, args.name, args.expected_skips)
     suites.append(('checks', checks))
     for name, c in suites:
         print_suite(args.name, name, c)
@@ -437,6 +501,16 @@ def main():
     p.add_argument('--expected-skips', default='',
                    help='folder of SUITE.skips files; skips they do not allow fail')
     p.set_defaults(func=judge_profile)
+    c = sub.add_parser('cluster')
+    c.add_argument('name')
+    c.add_argument('dir')
+    c.add_argument('--nodes', type=int, default=2)
+    c.add_argument('--status', type=int, default=0, help="scripts/cluster.sh's exit status")
+    c.add_argument('--log', default='', help="scripts/cluster.sh's output")
+    c.add_argument('--seconds', type=int, default=0)
+    c.add_argument('--expected-skips', default='',
+                   help='folder of SUITE.skips files; skips they do not allow fail')
+    c.set_defaults(func=judge_cluster)
     t = sub.add_parser('tap')
     t.add_argument('name')
     t.add_argument('summary')

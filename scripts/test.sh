@@ -84,6 +84,41 @@ vm_timeout() {
 }
 suites_time=$(guest_timeout)
 
+# The two-host suites first, one cluster at a time: its two guests take both cores.
+run_two_host() {
+	local p=$1 out=$RESULTS/two-host-$1 start rc=0
+
+	start=$(date +%s)
+	echo "    two-host suites on two guests of profile $p"
+	CLUSTER_DIR=$out NODES=2 PROFILE=$p KERNEL=${image[$(profile_var "$p" KERNEL_VARIANT normal)]} \
+		VM_TIMEOUT=$(( $(guest_timeout "$ROOT/tests/cluster") * $(profile_var "$p" TIME_FACTOR 1) )) \
+		CMD="bash $ROOT/scripts/guest/cluster-suites.sh" \
+		bash "$ROOT/scripts/cluster.sh" >"$out.log" 2>&1 || rc=$?
+	echo "$rc" >"$out/cluster-rc"
+	echo $(($(date +%s) - start)) >"$out/seconds"
+	echo "    two-host suites on $p finished in $(cat "$out/seconds") s"
+}
+# Whether SUITES leaves any two-host suite to run (all when it is empty).
+two_host_wanted() {
+	local f want
+
+	[ -z "${SUITES:-}" ] && return 0
+	for f in "$ROOT"/tests/cluster/*.sh; do
+		for want in ${SUITES//,/ }; do
+			case $(basename "$f" .sh) in *"$want"*) return 0 ;; esac
+		done
+	done
+	return 1
+}
+two_host=()
+for p in "${profiles[@]}"; do
+	[ "$(profile_var "$p" TWO_HOST)" = yes ] && two_host_wanted || continue
+	two_host+=("$p")
+	rm -rf "${RESULTS:?}/two-host-$p"
+	mkdir -p "$RESULTS/two-host-$p"
+	run_two_host "$p"
+done
+
 # Boot up to JOBS VMs at once (2 by default: one per core), longest-running profiles
 # first; results are judged and printed afterwards, in the usual profile order.
 run_profile() {
@@ -126,6 +161,17 @@ for p in "${profiles[@]}"; do
 	python3 "$ROOT/scripts/results.py" profile "$p" "$out" --expect-group "$group" \
 		--expect-swiotlb "$bounce" --expect-numa-nodes "$nodes" --expected-skips "$skips" --qemu-rc "$(cat "$out/qemu-rc" 2>/dev/null || echo 1)" \
 		--timeout "$(vm_timeout "$p")" --seconds "$(cat "$out/seconds" 2>/dev/null || echo 0)"
+	summaries+=("$out")
+done
+
+for p in "${two_host[@]}"; do
+	out=$RESULTS/two-host-$p
+	skips=$ROOT/tests/expected-skips
+	[ -n "${KERNEL:-}" ] && skips=''
+	info "two-host suites on $p"
+	python3 "$ROOT/scripts/results.py" cluster "two-host-$p" "$out" --nodes 2 \
+		--expected-skips "$skips" --status "$(cat "$out/cluster-rc" 2>/dev/null || echo 1)" \
+		--log "$out.log" --seconds "$(cat "$out/seconds" 2>/dev/null || echo 0)"
 	summaries+=("$out")
 done
 

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0
 # The settings that make Open MPI and UCX run over soft-RoCE (rxe0) between the cluster's
-# nodes, in one place: every node sources this file for its shells and commands, and
-# cluster-node.sh writes the Open MPI part into each node's MCA parameter file, so that
-# the processes mpirun starts on the other nodes get them too.
+# nodes, in one place: every node sources this file for its shells and commands (its
+# ~/.bashrc, which bash also reads for a command run over ssh: mpirun's daemons on the
+# other nodes start with these settings), and cluster-node.sh writes the Open MPI part
+# into each node's MCA parameter file. `mpirun -x UCX_...=...` overrides a setting.
 
 # UCX 1.13 on rxe0 only, over RC and UD verbs (and itself within a process). UD
 # endpoints time out unless the DGID check is off: UCX 1.13 reads the L3 type of a RoCE
@@ -19,7 +20,6 @@ btl = self,vader
 pml_ucx_devices = any
 osc_ucx_devices = any
 oob_tcp_if_include = eth0
-mca_base_env_list = UCX_NET_DEVICES;UCX_TLS;UCX_UD_ETH_DGID_CHECK
 rmaps_base_oversubscribe = true'
 
 # The Open MPI host file of the cluster, two slots per node (each guest has two CPUs).

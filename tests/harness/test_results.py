@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0
 """Host-side tests of the parsers that decide pass and fail for the guest suites."""
+import contextlib
 import importlib.util
+import json
 import os
 import tempfile
 import unittest
@@ -254,6 +256,57 @@ setUpClass (tests.test_y.Y) ... ERROR
 ----------------------------------------------------------------------
 Ran 5 tests in 1.0s
 """
+
+
+class ClusterTest(unittest.TestCase):
+    """results.py cluster: both nodes' consoles, node0's end and TAP files."""
+
+    BOOT = 'vmtest: initramfs started on 6.12\n'
+
+    def judge(self, consoles, taps, done=True, status=0, skips=None):
+        d = tempfile.mkdtemp()
+        for i, text in enumerate(consoles):
+            os.makedirs(os.path.join(d, f'node{i}'))
+            with open(os.path.join(d, f'node{i}', 'console.log'), 'w') as f:
+                f.write(text)
+        for name, text in taps.items():
+            with open(os.path.join(d, 'node0', name), 'w') as f:
+                f.write(text)
+        if done:
+            open(os.path.join(d, 'node0', 'done'), 'w').close()
+        rules = ''
+        if skips:
+            rules = tempfile.mkdtemp()
+            for name, text in skips.items():
+                with open(os.path.join(rules, name), 'w') as f:
+                    f.write(text)
+        args = results.argparse.Namespace(dir=d, name='two-host-p', nodes=len(consoles),
+                                          status=status, log='', seconds=1,
+                                          expected_skips=rules)
+        with open(os.devnull, 'w') as null, contextlib.redirect_stdout(null):
+            results.judge_cluster(args)
+        with open(os.path.join(d, 'summary.json')) as f:
+            return json.load(f)
+
+    def test_clean_run_passes(self):
+        s = self.judge([self.BOOT, self.BOOT], {'two-host-mpi.tap': '1..1\nok 1 - a\n'})
+        self.assertEqual((s['passed'], s['failed']), (1 + 6, 0))
+
+    def test_a_warn_on_the_peer_fails(self):
+        warn = self.BOOT + '[   10.1] WARNING: CPU: 0 PID: 1 at drivers/x.c:1 f+0x1/0x2\n'
+        s = self.judge([self.BOOT, warn], {'two-host-mpi.tap': '1..1\nok 1 - a\n'})
+        self.assertEqual(s['failed'], 1)
+
+    def test_node0_that_did_not_finish_fails(self):
+        s = self.judge([self.BOOT, self.BOOT], {}, done=False, status=1)
+        self.assertEqual(s['failed'], 2)
+
+    def test_todo_allowed_only_by_its_skips_file(self):
+        todo = {'two-host-ucx.tap': '1..1\nnot ok 1 - x # TODO UCX 1.13 crashes at exit\n'}
+        rule = {'two-host-ucx.skips': 'two-host-* 1 UCX 1.13 crashes at exit\n'}
+        self.assertEqual(self.judge([self.BOOT, self.BOOT], todo, skips=rule)['failed'], 0)
+        other = {'two-host-ucx.skips': 'two-host-* 1 something else\n'}
+        self.assertEqual(self.judge([self.BOOT, self.BOOT], todo, skips=other)['failed'], 1)
 
 
 class UnittestToTapTest(unittest.TestCase):
