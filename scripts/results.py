@@ -339,11 +339,27 @@ def tap_suites(d, profile, expected_skips):
     return suites
 
 
+def report(name, suites, d, head, tail, facts):
+    """Print each suite's line and the run's "HEAD N passed, ... TAIL" line, and write
+    D/summary.json."""
+    total = Counts()
+    for suite, c in suites:
+        print_suite(name, suite, c)
+        total.add(c)
+    print(f'{head}{total.line()} {tail}' +
+          (f' -- only the guest suites matching SUITES={facts["suites"]} ran'
+           if 'suites' in facts else ''))
+    with open(os.path.join(d, 'summary.json'), 'w') as f:
+        json.dump({'passed': total.passed, 'failed': total.failed,
+                   'skipped': total.skipped}, f)
+    return 0
+
+
 def judge_cluster(args):
     """The two-host suites: every node booted and logged no kernel problem, node0 ran
     the suites to their end (scripts/guest/cluster-suites.sh), and their TAP files."""
     d = args.dir
-    total, checks = Counts(), Counts()
+    checks = Counts()
     facts = read_facts(os.path.join(d, 'node0', 'facts'))
 
     def check(ok, name, why):
@@ -374,24 +390,17 @@ def judge_cluster(args):
 
     suites = tap_suites(os.path.join(d, 'node0'), args.name, args.expected_skips)
     suites.append(('checks', checks))
-    for name, c in suites:
-        print_suite(args.name, name, c)
-        total.add(c)
-    print(f'{args.name}: {total.line()} in {args.seconds} s on {args.nodes} guests '
-          f'(kernel {facts.get("kernel", "?")}, IOMMU group {facts.get("iommu_group", "?")})' +
-          (f' -- only the suites matching SUITES={facts["suites"]} ran'
-           if 'suites' in facts else ''))
-    with open(os.path.join(d, 'summary.json'), 'w') as f:
-        json.dump({'passed': total.passed, 'failed': total.failed,
-                   'skipped': total.skipped}, f)
-    return 0
+    return report(args.name, suites, d, f'{args.name}: ',
+                  f'in {args.seconds} s on {args.nodes} guests (kernel '
+                  f'{facts.get("kernel", "?")}, IOMMU group {facts.get("iommu_group", "?")})',
+                  facts)
 
 
 def judge_profile(args):
     d = args.dir
     console = os.path.join(d, 'console.log')
     lines = read_lines(console) if os.path.exists(console) else []
-    total, checks = Counts(), Counts()
+    checks = Counts()
 
     def check(ok, name, why):
         if ok:
@@ -443,18 +452,9 @@ def judge_profile(args):
         suites.append((f'kunit/{name}', c))
     suites += tap_suites(d, args.name, args.expected_skips)
     suites.append(('checks', checks))
-    for name, c in suites:
-        print_suite(args.name, name, c)
-        total.add(c)
-    print(f'profile {args.name}: {total.line()} in {args.seconds} s '
-          f'(kernel {facts.get("kernel", "?")}, IOMMU group {group}, '
-          f'swiotlb high-water {hiwater})' +
-          (f' -- only the guest suites matching SUITES={facts["suites"]} ran'
-           if 'suites' in facts else ''))
-    with open(os.path.join(d, 'summary.json'), 'w') as f:
-        json.dump({'passed': total.passed, 'failed': total.failed,
-                   'skipped': total.skipped}, f)
-    return 0
+    return report(args.name, suites, d, f'profile {args.name}: ',
+                  f'in {args.seconds} s (kernel {facts.get("kernel", "?")}, IOMMU group '
+                  f'{group}, swiotlb high-water {hiwater})', facts)
 
 
 def judge_tap(args):

@@ -1,7 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0
 # Helpers of the two-host suites (tests/cluster/), which node0 runs: a server started on
-# another node over ssh, waiting for it to listen, and the ODP counters of any node.
-# Sourced after scripts/guest/lib.sh and cluster-env.sh.
+# another node over ssh, waiting for it to listen, the ODP counters of any node and the
+# TAP results they prove. A suite sources this file alone (it brings the guest's lib.sh
+# and the cluster's settings) and calls cluster_suite NAME.
+. "$GUEST_ROOT/scripts/guest/lib.sh"
+. "$GUEST_ROOT/scripts/guest/cluster-env.sh"
 
 # The other node every two-host test talks to.
 PEER=${PEER:-node1}
@@ -85,4 +88,78 @@ UCX_CRASH="UCX 1.13 crashes at exit after implicit ODP (uct_ib_md_close, openucx
 ucx_odp_crash() {
 	grep -q 'Caught signal 11 (Segmentation fault: address not mapped to object at address 0x11)' "$1" &&
 		grep -q 'uct_ib_md_close' "$1"
+}
+
+# cluster_suite NAME: this suite's TAP file ($tap, two-host-NAME.tap) and log ($log,
+# emptied) in the results folder.
+cluster_suite() {
+	tap=$OUT/two-host-$1.tap
+	log=$OUT/two-host-$1.log
+	: >"$log"
+}
+
+# run_pair LISTEN PREFIX SECONDS SERVER CLIENT...: the command line SERVER on $PEER, then
+# CLIENT here once the server listens (LISTEN: its TCP port, or cm for an rdma_cm id),
+# each for SECONDS at most; their output in PREFIX.server and PREFIX.client, both
+# appended to $log. Sets pair_client and pair_server to their exit statuses (the
+# client's is 1 when the server never listened); 0 when both are 0.
+run_pair() {
+	local listen=$1 prefix=$2 secs=$3 cmd=$4 server ready
+
+	shift 4
+	serve "$PEER" "$prefix.server" "timeout $secs $cmd"
+	server=$served
+	if [ "$listen" = cm ]; then
+		wait_remote_cm "$PEER" "$server"
+	else
+		wait_remote_tcp "$PEER" "$listen" "$server"
+	fi
+	ready=$?
+	pair_client=1
+	if [ $ready = 0 ]; then
+		timeout "$secs" "$@" >"$prefix.client" 2>&1
+		pair_client=$?
+	else
+		echo "the server on $PEER never listened" >"$prefix.client"
+	fi
+	wait "$server"
+	pair_server=$?
+	cat "$prefix.server" "$prefix.client" >>"$log"
+	[ $pair_client = 0 ] && [ $pair_server = 0 ]
+}
+
+# counters_before, then counters_after: the ODP counters' deltas on node0 ($d0) and on
+# $PEER ($d1) between the two calls.
+counters_before() {
+	before0=$(odp_counters node0)
+	before1=$(odp_counters "$PEER")
+}
+
+counters_after() {
+	d0=$(counters_delta "$before0" "$(odp_counters node0)")
+	d1=$(counters_delta "$before1" "$(odp_counters "$PEER")")
+}
+
+# odp_result N NAME [sender]: TAP result N, that ODP did the work of NAME on both nodes
+# (with "sender": on node0) by $d0 and $d1.
+odp_result() {
+	local why where="both nodes"
+
+	[ -n "${3:-}" ] && where="node0, the sender"
+	why=$(odp_used "$d0" "$d1" "${3:-}")
+	if [ -z "$why" ]; then
+		echo "ok $1 - $2: ODP faulted pages on $where (node0: $(deltas_line "$d0"); $PEER: $(deltas_line "$d1"))"
+	else
+		echo "not ok $1 - $2: $why (node0: $(deltas_line "$d0"); $PEER: $(deltas_line "$d1"))"
+	fi >>"$tap"
+}
+
+# pinned_result N NAME: TAP result N, that NAME on pinned memory took no ODP fault on
+# either node (by $d0 and $d1): a pinned run that moved the counters was not one.
+pinned_result() {
+	if [ "$(counter odp_pages_faulted "$d0")" = 0 ] && [ "$(counter odp_pages_faulted "$d1")" = 0 ]; then
+		echo "ok $1 - $2: no ODP fault on either node"
+	else
+		echo "not ok $1 - $2: ODP counters moved (node0: $(deltas_line "$d0"); $PEER: $(deltas_line "$d1"))"
+	fi >>"$tap"
 }

@@ -13,15 +13,7 @@ export RDMA_DEV OUT BUILD GUEST_ROOT TIME_FACTOR
 } >"$OUT/facts"
 
 for suite in "$GUEST_ROOT"/tests/cluster/*.sh; do
-	name=$(basename "$suite" .sh)
-	suite_wanted "$name" || continue
-	echo "vmtest: two-host suite $name" >/dev/console
-	limit=$(sed -n 's/^# vmtest-timeout: *\([0-9]\+\)$/\1/p' "$suite" | head -1)
-	limit=$(( ${limit:-900} * TIME_FACTOR ))
-	start=$(date +%s)
-	timeout -k 10 "$limit" bash "$suite" >"$OUT/$name.out" 2>&1
-	rc=$?
-	[ $rc -eq 124 ] && guest_error "two-host suite $name ran past its ${limit} s and was killed (log: $OUT/$name.out)"
-	echo "vmtest: two-host suite $name exited $rc after $(($(date +%s) - start))s" >/dev/console
+	suite_wanted "$(basename "$suite" .sh)" || continue
+	run_suite "$suite" "two-host suite"
 done
 echo ok >"$OUT/done"

@@ -264,3 +264,22 @@ suite_wanted() {
 	done
 	return 1
 }
+
+# run_suite FILE KIND: one suite script (tests/suites/ or tests/cluster/), its output in
+# $OUT/NAME.out, within its "# vmtest-timeout: N" line (900 s without one; the host's
+# suite_timeout() reads the same) times TIME_FACTOR; said on the console, and a suite
+# killed at its limit is an error.
+run_suite() {
+	local suite=$1 kind=$2 name limit start rc
+
+	name=$(basename "$suite" .sh)
+	echo "vmtest: $kind $name" >/dev/console
+	export VMT_SUITE=$name
+	limit=$(sed -n 's/^# vmtest-timeout: *\([0-9]\+\)$/\1/p' "$suite" | head -1)
+	limit=$(( ${limit:-900} * TIME_FACTOR ))
+	start=$(date +%s)
+	timeout -k 10 "$limit" bash "$suite" >"$OUT/$name.out" 2>&1
+	rc=$?
+	[ $rc -eq 124 ] && guest_error "$kind $name ran past its ${limit} s and was killed (log: $OUT/$name.out)"
+	echo "vmtest: $kind $name exited $rc after $(($(date +%s) - start))s" >/dev/console
+}

@@ -35,18 +35,9 @@ if [ $rxe_ready = 0 ]; then
 	for suite in "$GUEST_ROOT"/tests/suites/*.sh; do
 		name=$(basename "$suite" .sh)
 		suite_wanted "$name" || continue
-		echo "vmtest: suite $name" >/dev/console
-		export VMT_SUITE=$name
-		# Its "# vmtest-timeout: N" line (scripts/lib.sh suite_timeout() reads the same).
-		limit=$(sed -n 's/^# vmtest-timeout: *\([0-9]\+\)$/\1/p' "$suite" | head -1)
-		limit=$(( ${limit:-900} * TIME_FACTOR ))
-		start=$(date +%s)
-		timeout -k 10 "$limit" bash "$suite" >"$OUT/$name.out" 2>&1
-		rc=$?
-		[ $rc -eq 124 ] && guest_error "suite $name ran past its ${limit} s and was killed (log: $OUT/$name.out)"
+		run_suite "$suite" suite
 		armed=$(fault_injection_off)
 		[ -z "$armed" ] || guest_error "suite $name left fault injection armed: $armed (disarmed)"
-		echo "vmtest: suite $name exited $rc after $(($(date +%s) - start))s" >/dev/console
 	done
 fi
 # How many swiotlb slots were ever in use: proves whether DMA bounced during the run.

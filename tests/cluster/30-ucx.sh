@@ -15,12 +15,8 @@
 # openucx/ucx#8735, implicit ODP removed in 1.15). Such a run is reported as a TODO naming
 # that crash, and only when its results were complete and the crash is that one: the
 # counters still have to show ODP at work. Writes two-host-ucx.tap.
-. "$GUEST_ROOT/scripts/guest/lib.sh"
-. "$GUEST_ROOT/scripts/guest/cluster-env.sh"
 . "$GUEST_ROOT/scripts/guest/cluster-lib.sh"
-tap=$OUT/two-host-ucx.tap
-log=$OUT/two-host-ucx.log
-: >"$log"
+cluster_suite ucx
 
 # TEST|ARGUMENTS: 64 KiB messages (8 B for latency), few warm-ups (the default 10000
 # would take minutes here).
@@ -73,24 +69,14 @@ for m in "${modes[@]}"; do
 		test=${t%%|*}
 		args=${t#*|}
 		[ "$which" = '*' ] || [[ " $which " == *" $test "* ]] || continue
-		before0=$(odp_counters node0)
-		before1=$(odp_counters "$PEER")
+		counters_before
 		echo "== $test, $mode: $env ucx_perftest $PEER -t $test $args $extra" >>"$log"
-		serve "$PEER" /tmp/ucx.server "$env timeout 120 ucx_perftest $extra"
-		server=$served
-		crc=1
-		if wait_remote_tcp "$PEER" 13337 "$server"; then
-			# shellcheck disable=SC2086 # the arguments are meant to split into words
-			env $env timeout 120 ucx_perftest "$PEER" -t "$test" $args $extra >/tmp/ucx.client 2>&1
-			crc=$?
-		else
-			echo "the server on $PEER never listened" >/tmp/ucx.client
-		fi
-		wait "$server"
-		src=$?
-		cat /tmp/ucx.server /tmp/ucx.client >>"$log"
-		d0=$(counters_delta "$before0" "$(odp_counters node0)")
-		d1=$(counters_delta "$before1" "$(odp_counters "$PEER")")
+		# shellcheck disable=SC2086 # the arguments are meant to split into words
+		run_pair 13337 /tmp/ucx 120 "env $env ucx_perftest $extra" \
+			env $env ucx_perftest "$PEER" -t "$test" $args $extra
+		crc=$pair_client
+		src=$pair_server
+		counters_after
 		cv=$(verdict $crc /tmp/ucx.client results)
 		sv=$(verdict $src /tmp/ucx.server '')
 		n=$((n + 1))
@@ -110,28 +96,15 @@ for m in "${modes[@]}"; do
 		fi
 		n=$((n + 1))
 		if [ "$mode" = pinned ]; then
-			if [ "$(counter odp_pages_faulted "$d0")" = 0 ] && [ "$(counter odp_pages_faulted "$d1")" = 0 ]; then
-				echo "ok $n - $test, pinned: no ODP fault on either node" >>"$tap"
-			else
-				echo "not ok $n - $test, pinned: ODP counters moved (node0: $(deltas_line "$d0"); $PEER: $(deltas_line "$d1"))" >>"$tap"
-			fi
+			pinned_result $n "$test, pinned"
 		elif [ "$test" = stream_bw ]; then
 			# UCX's stream API receives into its own (pinned) buffers and copies out:
 			# only the sender's memory is reached through ODP.
-			why=$(odp_used "$d0" "$d1" sender)
-			if [ -z "$why" ]; then
-				echo "ok $n - $test, $mode: ODP faulted pages on node0, the sender (node0: $(deltas_line "$d0"); $PEER: $(deltas_line "$d1"))" >>"$tap"
-			else
-				echo "not ok $n - $test, $mode: $why" >>"$tap"
-			fi
+			odp_result $n "$test, $mode" sender
 		else
-			why=$(odp_used "$d0" "$d1")
-			if [ -z "$why" ]; then
-				echo "ok $n - $test, $mode: ODP faulted pages on both nodes (node0: $(deltas_line "$d0"); $PEER: $(deltas_line "$d1"))" >>"$tap"
-			else
-				echo "not ok $n - $test, $mode: $why" >>"$tap"
-			fi
+			odp_result $n "$test, $mode"
 		fi
 	done
 done
+rm -f /tmp/ucx.*
 exit 0

@@ -17,24 +17,10 @@
 # UCX 1.13 crashes in every process that used implicit ODP when it closes the device
 # (openucx/ucx#8735): mpirun then reports a signal 11. That exit is a TODO naming the
 # crash, only when every result before it was printed and passed.
-. "$GUEST_ROOT/scripts/guest/lib.sh"
-. "$GUEST_ROOT/scripts/guest/cluster-env.sh"
 . "$GUEST_ROOT/scripts/guest/cluster-lib.sh"
-tap=$OUT/two-host-mpi.tap
+cluster_suite mpi
 pinned_args=${MPI_PINNED_ARGS:--np 2 $BUILD/tests/mpi/mpi_check --max-size 16777221 --rounds 2}
 odp_args=${MPI_ODP_ARGS:--np 4 -x UCX_IB_REG_METHODS=odp $BUILD/tests/mpi/mpi_check --max-size 67108864 --rounds 1}
-echo "1..4" >"$tap"
-
-# mpi_run MODE TAPNAME ARGS: mpirun ARGS; the TAP into TAPNAME, the rest of the output
-# into TAPNAME.err, the exit status returned.
-mpi_run() {
-	local mode=$1 name=$2 args=$3
-
-	echo "# $mode: mpirun --map-by node --hostfile $CLUSTER_HOSTFILE $args" >>"$tap"
-	# shellcheck disable=SC2086 # the arguments are meant to split into words
-	timeout -k 10 $((540 * TIME_FACTOR)) mpirun --map-by node --hostfile "$CLUSTER_HOSTFILE" \
-		$args >"$OUT/$name.tap" 2>"$OUT/$name.err"
-}
 
 # Every result of a TAP file passed and its plan was met.
 all_passed() {
@@ -45,40 +31,35 @@ all_passed() {
 	[ -n "$plan" ] && [ "$plan" -gt 0 ] && [ "$got" = "$plan" ] && ! grep -q '^not ok' "$1"
 }
 
-before0=$(odp_counters node0)
-before1=$(odp_counters "$PEER")
-mpi_run "pinned memory" two-host-mpi-pinned "$pinned_args"
-rc=$?
-d0=$(counters_delta "$before0" "$(odp_counters node0)")
-d1=$(counters_delta "$before1" "$(odp_counters "$PEER")")
-if [ $rc = 0 ]; then
-	echo "ok 1 - mpi_check on pinned memory exited 0" >>"$tap"
-else
-	echo "not ok 1 - mpi_check on pinned memory exited $rc (see $OUT/two-host-mpi-pinned.err)" >>"$tap"
-fi
-if [ "$(counter odp_pages_faulted "$d0")" = 0 ] && [ "$(counter odp_pages_faulted "$d1")" = 0 ]; then
-	echo "ok 2 - mpi_check on pinned memory: no ODP fault on either node" >>"$tap"
-else
-	echo "not ok 2 - mpi_check on pinned memory moved ODP counters (node0: $(deltas_line "$d0"); $PEER: $(deltas_line "$d1"))" >>"$tap"
-fi
+# mpi_case N MEMORY NAME ARGS: mpirun ARGS, mpi_check's TAP into NAME.tap and the rest of
+# the output into NAME.err; TAP results N (its exit) and N + 1 (the ODP counters: moved
+# on both nodes for ODP memory, still for pinned memory).
+mpi_case() {
+	local n=$1 memory=$2 name=$3 args=$4 rc
 
-before0=$(odp_counters node0)
-before1=$(odp_counters "$PEER")
-mpi_run "implicit ODP" two-host-mpi-odp "$odp_args"
-rc=$?
-d0=$(counters_delta "$before0" "$(odp_counters node0)")
-d1=$(counters_delta "$before1" "$(odp_counters "$PEER")")
-if [ $rc = 0 ]; then
-	echo "ok 3 - mpi_check on implicit ODP exited 0" >>"$tap"
-elif all_passed "$OUT/two-host-mpi-odp.tap" && ucx_odp_crash "$OUT/two-host-mpi-odp.err"; then
-	echo "not ok 3 - mpi_check on implicit ODP: every result passed, then signal 11 at exit # TODO $UCX_CRASH" >>"$tap"
-else
-	echo "not ok 3 - mpi_check on implicit ODP exited $rc (see $OUT/two-host-mpi-odp.err)" >>"$tap"
-fi
-why=$(odp_used "$d0" "$d1")
-if [ -z "$why" ]; then
-	echo "ok 4 - mpi_check on implicit ODP: ODP faulted pages on both nodes (node0: $(deltas_line "$d0"); $PEER: $(deltas_line "$d1"))" >>"$tap"
-else
-	echo "not ok 4 - mpi_check on implicit ODP: $why" >>"$tap"
-fi
+	echo "# $memory: mpirun --map-by node --hostfile $CLUSTER_HOSTFILE $args" >>"$tap"
+	counters_before
+	# shellcheck disable=SC2086 # the arguments are meant to split into words
+	timeout -k 10 $((540 * TIME_FACTOR)) mpirun --map-by node --hostfile "$CLUSTER_HOSTFILE" \
+		$args >"$OUT/$name.tap" 2>"$OUT/$name.err"
+	rc=$?
+	counters_after
+	if [ $rc = 0 ]; then
+		echo "ok $n - mpi_check on $memory exited 0" >>"$tap"
+	elif [ "$memory" != "pinned memory" ] && all_passed "$OUT/$name.tap" &&
+		ucx_odp_crash "$OUT/$name.err"; then
+		echo "not ok $n - mpi_check on $memory: every result passed, then signal 11 at exit # TODO $UCX_CRASH" >>"$tap"
+	else
+		echo "not ok $n - mpi_check on $memory exited $rc (see $OUT/$name.err)" >>"$tap"
+	fi
+	if [ "$memory" = "pinned memory" ]; then
+		pinned_result $((n + 1)) "mpi_check on $memory"
+	else
+		odp_result $((n + 1)) "mpi_check on $memory"
+	fi
+}
+
+echo "1..4" >"$tap"
+mpi_case 1 "pinned memory" two-host-mpi-pinned "$pinned_args"
+mpi_case 3 "implicit ODP" two-host-mpi-odp "$odp_args"
 exit 0
