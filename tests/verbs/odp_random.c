@@ -47,13 +47,13 @@
 
 static long seed = 1, max_ops = 4000, max_seconds = 240, trace, inject;
 static const struct vt_extra_option extra[] = {
-	{ "seed", "the seed of the sequence", 0xffffffffL, &seed },
-	{ "ops", "how many steps at most", 100000000L, &max_ops },
+	{ "seed", "the seed of the sequence", 0xffffffffL, &seed, NULL },
+	{ "ops", "how many steps at most", 100000000L, &max_ops, NULL },
 	{ "seconds", "stop after this long even if --ops is not reached", 86400L,
-	  &max_seconds },
-	{ "trace", "1: print every step", 1, &trace },
+	  &max_seconds, NULL },
+	{ "trace", "1: print every step", 1, &trace, NULL },
 	{ "inject", "percent of the calls of an ODP fault function that fail (0: none)", 100,
-	  &inject },
+	  &inject, NULL },
 	{ 0 }
 };
 

@@ -39,8 +39,12 @@ static void usage(const char *prog, int status)
 	for (x = extra_opts; x && x->name; x++) {
 		int pad = 8 - (int)strlen(x->name);
 
-		fprintf(f, "  --%s N%*s%s (default: %ld)\n", x->name, pad > 1 ? pad : 1, "",
-			x->help, *x->value);
+		if (x->text)
+			fprintf(f, "  --%s TEXT%*s%s%s%s\n", x->name, pad > 4 ? pad - 3 : 1, "",
+				x->help, *x->text ? ", default: " : "", *x->text ? *x->text : "");
+		else
+			fprintf(f, "  --%s N%*s%s (default: %ld)\n", x->name, pad > 1 ? pad : 1, "",
+				x->help, *x->value);
 	}
 	fprintf(f, "Prints TAP; exits non-zero when a check fails.\n");
 	exit(status);
@@ -104,7 +108,10 @@ void vt_parse_options(int argc, char **argv, struct vt_options *opt)
 			if (c >= 256 && c < 256 + n) {
 				const struct vt_extra_option *x = &extra_opts[c - 256];
 
-				*x->value = parse_number(argv[0], x->name, optarg, x->max);
+				if (x->text)
+					*x->text = optarg;
+				else
+					*x->value = parse_number(argv[0], x->name, optarg, x->max);
 				break;
 			}
 			usage(argv[0], 2);

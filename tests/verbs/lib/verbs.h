@@ -22,12 +22,13 @@ struct vt_options {
 	uint8_t qp_timeout;	/* the loopback QPs' local ACK timeout, 4.096 us * 2^n */
 };
 
-/* A numeric option of one program, beyond the ones every program takes. */
+/* An option of one program, beyond the ones every program takes: a number or a text. */
 struct vt_extra_option {
-	const char *name;	/* --name N */
+	const char *name;	/* --name N, or --name TEXT when text is set */
 	const char *help;
 	long max;		/* N from 0 to max */
 	long *value;		/* the default before parsing, the value after */
+	const char **text;	/* a text option: its default before parsing, its value after */
 };
 
 /* The options vt_parse_options() takes besides its own: an array ending with { 0 }. */
