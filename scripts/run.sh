@@ -1,7 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # `make run`: build our kernel, boot it (profile iommu-strict unless PROFILE says
-# otherwise), create soft-RoCE and run the RDMA workload; print what happened.
+# otherwise), create soft-RoCE and run the RDMA workload; print what happened. Then a
+# short act on two guests: an MPI job over UCX on ODP memory between them
+# (scripts/guest/cluster-act.sh).
 #   PROFILE=name          VM profile (default iommu-strict)
 #   KERNEL=/path/bzImage  boot this image instead of building ours
 set -euo pipefail
@@ -28,3 +30,16 @@ if ! python3 "$ROOT/scripts/results.py" profile "$profile" "$out" --qemu-rc "$rc
 	die "the workload did not complete cleanly (console: $out/console.log)"
 fi
 echo "make run: workload completed, data verified, kernel log clean (console: $out/console.log)"
+
+echo
+info "two guests of profile $profile: an MPI job over UCX on ODP memory between them"
+CLUSTER_DIR=$out/cluster NODES=2 PROFILE=$profile KERNEL=$IMAGE \
+	CMD="bash $ROOT/scripts/guest/cluster-act.sh" bash "$ROOT/scripts/cluster.sh" || true
+status=$(cat "$out/cluster/node0/status" 2>/dev/null || echo 1)
+python3 "$ROOT/scripts/results.py" cluster two-node "$out/cluster" --nodes 2 \
+	--status "$status" >"$out/cluster/judgement.txt" || true
+if [ "$status" != 0 ] || ! python3 "$ROOT/scripts/results.py" total "$out/cluster" >/dev/null; then
+	grep -E 'FAIL' "$out/cluster/judgement.txt" >&2 || true
+	die "the two-node act did not complete cleanly (consoles: $out/cluster/node0, node1)"
+fi
+echo "make run: two-node MPI job completed, data verified, both kernel logs clean"
