@@ -90,6 +90,8 @@ run_two_host() {
 
 	start=$(date +%s)
 	echo "    two-host suites on two guests of profile $p"
+	# A profile may run only some of them (TWO_HOST_SUITES); SUITES, when given, picks instead.
+	SUITES=${SUITES:-$(profile_var "$p" TWO_HOST_SUITES)} \
 	CLUSTER_DIR=$out NODES=2 PROFILE=$p KERNEL=${image[$(profile_var "$p" KERNEL_VARIANT normal)]} \
 		VM_TIMEOUT=$(( $(guest_timeout "$ROOT/tests/cluster") * $(profile_var "$p" TIME_FACTOR 1) )) \
 		CMD="bash $ROOT/scripts/guest/cluster-suites.sh" \

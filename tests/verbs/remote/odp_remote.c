@@ -30,13 +30,13 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #define REGION		(4UL << 20)	/* each node's memory under test */
 #define CHUNK		(64UL << 10)	/* one transfer while the target invalidates */
-#define STREAM_OPS	64		/* transfers during one invalidation check */
 #define BIG_LEN		((1UL << 20) + 3)	/* WRITE, READ, SEND: odd length ... */
 #define LOCAL_OFF	4097		/* ... at odd offsets on both sides */
 #define REMOTE_OFF	8198
@@ -88,6 +88,7 @@ struct hello {
 
 static struct vt_options opt;
 static long tcp_port = DEFAULT_TCP;
+static long stream_ops = REGION / CHUNK;	/* transfers during one invalidation check */
 static const char *peer;
 static struct ibv_context *ctx;
 static struct ibv_pd *pd;
@@ -102,11 +103,30 @@ static int sock = -1;
 
 static const struct vt_extra_option extra[] = {
 	{ "tcp", "TCP port of the control connection", 65535, &tcp_port, NULL },
+	{ "stream", "transfers of 64 KiB during each invalidation check (1-64)",
+	  REGION / CHUNK, &stream_ops, NULL },
 	{ "peer", "the target node: run the checks against it", 0, NULL, &peer },
 	{ 0 }
 };
 
-/* write() or read() all of len bytes: false (said) on failure or end of file. */
+/*
+ * The longest the initiator waits for the target's answer: a command waits at most
+ * VT_WAIT_MS for a completion. Past it the target is taken as gone (a node can die
+ * without closing the connection). The target waits for commands as long as it runs.
+ */
+static bool set_timeout(int fd)
+{
+	struct timeval tv = { .tv_sec = 2 * VT_WAIT_MS / 1000 };
+
+	if (setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)) ||
+	    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv))) {
+		fprintf(stderr, "odp_remote: setsockopt(SO_RCVTIMEO): %s\n", strerror(errno));
+		return false;
+	}
+	return true;
+}
+
+/* write() or read() all of len bytes: false (said) on failure, end of file or timeout. */
 static bool xfer(bool out, void *buf, size_t len)
 {
 	unsigned char *p = buf;
@@ -119,7 +139,8 @@ static bool xfer(bool out, void *buf, size_t len)
 		if (n <= 0) {
 			fprintf(stderr, "odp_remote: %s the control connection: %s\n",
 				out ? "writing to" : "reading from",
-				n ? strerror(errno) : "closed by the other node");
+				!n ? "closed by the other node" :
+				errno == EAGAIN ? "no answer for 120 s" : strerror(errno));
 			return false;
 		}
 		p += n;
@@ -592,10 +613,10 @@ static void check_ud(enum kind k, unsigned int seed)
 
 /*
  * The target invalidates its whole region in a loop, way @way, while this node moves
- * STREAM_OPS chunks into it (RDMA WRITE), or out of it (RDMA READ, for mprotect: its
- * pages must stay readable). Every transfer must succeed; afterwards the region is
- * written (or read) once more and every byte checked; the target's invalidations
- * counter must have moved.
+ * --stream chunks of its start into it (RDMA WRITE), or out of it (RDMA READ, for
+ * mprotect: its pages must stay readable). Every transfer must succeed; afterwards
+ * those chunks are written (or read) once more and every byte checked; the target's
+ * invalidations counter must have moved.
  */
 static void check_invalidation(enum kind k, enum inval way, unsigned int seed)
 {
@@ -603,6 +624,7 @@ static void check_invalidation(enum kind k, enum inval way, unsigned int seed)
 	long before, invalidated, rounds, bad = -1;
 	enum ibv_wr_opcode op = reading ? IBV_WR_RDMA_READ : IBV_WR_RDMA_WRITE;
 	unsigned int i, done = 0;
+	size_t span = (size_t)stream_ops * CHUNK;
 
 	drop_all();
 	if (reading)
@@ -615,8 +637,8 @@ static void check_invalidation(enum kind k, enum inval way, unsigned int seed)
 		       kind_name[k], inval_name[way]);
 		return;
 	}
-	for (i = 0; i < STREAM_OPS && moved; i++) {
-		size_t off = (size_t)i * CHUNK % REGION;
+	for (i = 0; i < stream_ops && moved; i++) {
+		size_t off = (size_t)i * CHUNK;
 
 		moved = rdma(op, k, off, off, CHUNK);
 		if (moved && reading) {
@@ -630,15 +652,16 @@ static void check_invalidation(enum kind k, enum inval way, unsigned int seed)
 	rounds = ask(CMD_INVAL_STOP, 0, 0, 0, 0, k);
 	invalidated = target_counter(VT_ODP_INVALIDATIONS) - before;
 	/* Once more without invalidations, and every byte of the region checked. */
-	for (i = 0; i < REGION / CHUNK && moved; i++)
+	for (i = 0; i < stream_ops && moved; i++)
 		moved = rdma(op, k, (size_t)i * CHUNK, (size_t)i * CHUNK, CHUNK);
 	if (moved && bad < 0)
-		bad = reading ? check_chunks(region, REGION, CHUNK, seed) :
-			ask(CMD_CHECK, CHUNK, 0, REGION, seed, k);
-	tap_ok(moved && done == STREAM_OPS && rounds > 0 && invalidated > 0 && bad == -1,
+		bad = reading ? check_chunks(region, span, CHUNK, seed) :
+			ask(CMD_CHECK, CHUNK, 0, span, seed, k);
+	tap_ok(moved && done == stream_ops && rounds > 0 && invalidated > 0 && bad == -1,
 	       "%s: %u of %u RDMA %ss of %lu KiB succeeded while the target invalidated its "
 	       "memory with %s (%ld rounds, invalidations +%ld); then every byte checked",
-	       kind_name[k], done, STREAM_OPS, reading ? "READ" : "WRITE", CHUNK >> 10,
+	       kind_name[k], done, (unsigned int)stream_ops, reading ? "READ" : "WRITE",
+	       CHUNK >> 10,
 	       inval_name[way], rounds, invalidated);
 	if (bad >= 0)
 		tap_diag("first wrong byte at offset %ld of the region", bad);
@@ -662,6 +685,8 @@ static int initiator(void)
 	if (sock < 0 || connect(sock, ai->ai_addr, ai->ai_addrlen))
 		tap_bail("cannot connect to %s port %ld: %s", peer, tcp_port, strerror(errno));
 	freeaddrinfo(ai);
+	if (!set_timeout(sock))
+		tap_bail("cannot set a timeout on the control connection");
 	if (!xfer(false, &them, sizeof(them)) || !xfer(true, &me, sizeof(me)))
 		tap_bail("the control connection broke at the start");
 	if (!me.ok || !them.ok) {
@@ -693,6 +718,10 @@ int main(int argc, char **argv)
 	page_size = sysconf(_SC_PAGESIZE);
 	vt_extra_options(extra);
 	vt_parse_options(argc, argv, &opt);
+	if (stream_ops < 1) {
+		fprintf(stderr, "odp_remote: --stream takes 1 to %lu\n", REGION / CHUNK);
+		return 2;
+	}
 	if (peer)
 		tap_plan(NKINDS * CHECKS_PER_KIND);
 	ctx = vt_open_device(opt.dev);
