@@ -3,8 +3,10 @@
 """Print the tables of a `make bench` run.
 
   bench-report.py DIR... [--other NAME --pair PROFILE OURS THEIRS ...]
+                         [--cross-host NAME NODE0_DIR ...]
       DIR: one results folder per VM profile (build/bench/PROFILE); each --pair names one
-      boot of ours and one of the other image (make bench COMPARE=)
+      boot of ours and one of the other image (make bench COMPARE=); each --cross-host
+      node0's folder of a two-guest run (tests/bench/cluster/)
 
 Each guest benchmark writes a CSV file into its profile's folder; each section below
 turns one kind of CSV into a table with the ratios between the modes measured side by
@@ -185,6 +187,34 @@ and after a synchronous PREFETCH_WRITE. "ratio" = ODP / pinned, repetition by re
     print()
 
 
+def cross_host_section(runs):
+    """runs: [(name, rows of 50-cross-host.csv)]: repetitions paired by their number."""
+    rows = []
+    for name, csv_rows in runs:
+        v = {}
+        for r in csv_rows:
+            key = (r['section'], r['metric'], int(r['size_bytes']))
+            v.setdefault(key, {}).setdefault(r['memory'], {})[int(r['rep'])] = float(r['value'])
+            v[key]['unit'] = r['unit']
+        for (section, metric, size), m in v.items():
+            odp, pinned = m.get('odp', {}), m.get('pinned', {})
+            both = sorted(set(odp) & set(pinned))
+            rows.append((name, f'{section} {metric}', size_text(size), m['unit'],
+                         spread(list(odp.values())) if odp else None,
+                         spread(list(pinned.values())) if pinned else None,
+                         ratio_spread([odp[i] for i in both], [pinned[i] for i in both])
+                         if both else None, f'{len(both)}'))
+    table('''
+Across two guests (a two-node make cluster on a QEMU link): ODP against pinned memory with
+perftest and ucx_perftest from node0 to node1, ODP and pinned taking turns; each cell is
+the median of the repetitions with their range. steady: the same buffers over and over
+(perftest's --odp, ucx_perftest's explicit ODP with -B); first_touch: the first five
+1 MiB messages of a new ib_write_bw, its buffers untouched on both nodes. "ratio" = ODP / pinned, repetition
+by repetition (for latency in us, above 1 means ODP is slower); "n": repetitions paired.
+''', [('run', '<22'), ('measurement', '<26'), ('size', '>6'), ('unit', '>5'),
+      ('ODP', '>24'), ('pinned', '>24'), ('ratio', '>24'), ('n', '>3')], rows)
+
+
 def not_measured(log):
     """{(section, metric or None): why} from an odp-bench log: each "SECTION [METRIC] not
     measured" line with the failure said just before it ("byte 1024 differs")."""
@@ -263,6 +293,9 @@ def main():
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument('dirs', nargs='+', help='one results folder per VM profile')
     ap.add_argument('--other', help='the image compared with ours (its name for the table)')
+    ap.add_argument('--cross-host', nargs=2, action='append', default=[],
+                    metavar=('NAME', 'DIR'),
+                    help="node0's results folder of a cross-host run (50-cross-host.csv)")
     ap.add_argument('--pair', nargs=3, action='append', default=[],
                     metavar=('PROFILE', 'OURS', 'THEIRS'),
                     help='results folders of one boot of ours and one of the other image')
@@ -280,6 +313,17 @@ def main():
             runs.append((os.path.basename(os.path.normpath(d)), rows))
         if runs:
             section(runs)
+    cross = []
+    for name, d in args.cross_host:
+        path = os.path.join(d, '50-cross-host.csv')
+        rows = read_csv(path) if os.path.exists(path) else []
+        if not rows:
+            print(f'missing: {path} (see 50-cross-host.log next to it)', file=sys.stderr)
+            missing += 1
+            continue
+        cross.append((name, rows))
+    if cross:
+        cross_host_section(cross)
     if args.pair:
         by_profile = {}
         for profile, ours, theirs in args.pair:

@@ -9,6 +9,9 @@
 #   BENCH_SECONDS=n      seconds per measurement (default 3)
 #   COMPARE=/path/bzImage  also boot that image, in turn with ours (BOOTS=n pairs, default
 #                        2), and print ours against it on the odp-bench rows both can run
+#   BENCH_REPS=n         repetitions of each cross-host row (default 5)
+# Profiles with TWO_HOST=yes also get cross-host rows: two guests, perftest and
+# ucx_perftest between them (tests/bench/cluster/).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -78,7 +81,28 @@ for p in "${profiles[@]}"; do
 		pairs+=(--pair "$p" "$ours" "$bench/compare/$p-theirs-$i")
 	done
 done
-python3 "$ROOT/scripts/bench-report.py" "${dirs[@]}" ${other:+--other "$other"} "${pairs[@]}" |
+# The cross-host rows (tests/bench/cluster/): two guests of each profile with TWO_HOST=yes,
+# one cluster at a time, as its two guests take both cores.
+cross=()
+for p in "${profiles[@]}"; do
+	[ "$(profile_var "$p" TWO_HOST)" = yes ] || continue
+	out=$bench/two-host-$p
+	rm -rf "$out"
+	mkdir -p "$out"
+	info "cross-host rows on two guests of $p (${BENCH_REPS:-5} repetitions)"
+	rc=0
+	start=$(date +%s)
+	CLUSTER_DIR=$out NODES=2 PROFILE=$p KERNEL=$image \
+		CMD="BENCH_REPS=${BENCH_REPS:-5} bash $ROOT/scripts/guest/cluster-bench.sh" \
+		bash "$ROOT/scripts/cluster.sh" >"$out.log" 2>&1 || rc=$?
+	python3 "$ROOT/scripts/results.py" cluster "two-host-$p" "$out" --nodes 2 --status "$rc" \
+		--log "$out.log" --seconds $(($(date +%s) - start)) >"$out/judgement.txt" ||
+		{ grep -E 'FAIL' "$out/judgement.txt" >&2 || true
+		  warn "the cross-host run on $p did not complete cleanly: its missing rows say so (log: $out/node0/50-cross-host.log)"; }
+	cross+=(--cross-host "two-host-$p" "$out/node0")
+done
+python3 "$ROOT/scripts/bench-report.py" "${dirs[@]}" ${other:+--other "$other"} "${pairs[@]}" \
+	"${cross[@]}" |
 	tee "$bench/report.txt"
 python3 "$ROOT/scripts/bench-plots.py" "$bench/plots" "${dirs[@]}" ${other:+--other "$other"} \
 	"${pairs[@]}"
