@@ -7,7 +7,8 @@
 #   make cluster [NODES=2..4] [PROFILE=name]         guests joined by a link of their own,
 #             [KERNEL=...] [CMD='...']               rxe, ssh, Open MPI, UCX: a shell on
 #                                                    node0, or CMD run there (its status)
-#   make bench [PROFILE=a,b] [KERNEL=...]            benchmark tables (BENCH_SECONDS=n)
+#   make bench [PROFILE=a,b] [KERNEL=...]            benchmark tables (BENCH_SECONDS=n,
+#                                                    BENCH_REPS=n cross-host repetitions)
 #             [COMPARE=/path/bzImage [BOOTS=n]]     ... and ours against another kernel, booted in turn
 #   make kernel                                      build our kernel only
 #   make peer                                        build Debian's newest upstream kernel
@@ -25,6 +26,7 @@ PROFILE ?=
 KERNEL ?=
 SUITES ?=
 BENCH_SECONDS ?=
+BENCH_REPS ?=
 COMPARE ?=
 BOOTS ?=
 FROM ?=
@@ -34,7 +36,13 @@ SOAK_SECONDS ?=
 SEED ?=
 PREFIX ?= /usr/local
 DESTDIR ?=
-export PROFILE KERNEL SUITES BENCH_SECONDS COMPARE BOOTS FROM ONLY MUTANT_PROFILE SOAK_SECONDS SEED
+export PROFILE KERNEL SUITES BENCH_SECONDS BENCH_REPS COMPARE BOOTS FROM ONLY MUTANT_PROFILE SOAK_SECONDS SEED
+# make cluster CMD='... $CLUSTER_HOSTFILE ...': the command as written, for node0's shell to
+# expand (make would read $C as one of its own variables).
+ifdef CMD
+override CMD := $(value CMD)
+endif
+export CMD
 
 test:
 	@bash scripts/test.sh

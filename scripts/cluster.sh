@@ -40,6 +40,9 @@ for i in $(seq 0 $((nodes - 1))); do
 	echo "node$i slots=2" >>"$dir/hostfile"
 done
 printf '%s\n' "${CMD:-}" >"$dir/cmd"
+# The command and the shell start where this was run (the guests see the host's files),
+# so that relative paths in CMD work, on every node mpirun starts a rank on.
+pwd >"$dir/cwd"
 
 pids=()
 hub=

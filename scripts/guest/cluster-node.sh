@@ -76,7 +76,7 @@ for i in $(seq 1 $((vmt_nodes - 1))); do
 	ssh "node$i" true 2>"$OUT/ssh.err" ||
 		node_fail "cannot ssh to node$i: $(tr '\n' ' ' <"$OUT/ssh.err")"
 done
-cd /root
+cd "$(cat "$dir/cwd")" 2>/dev/null || cd /root
 if [ -n "${vmt_shell:-}" ]; then
 	echo "cluster of $vmt_nodes nodes: node0..node$((vmt_nodes - 1)); mpirun -np 4 --hostfile \$CLUSTER_HOSTFILE ..."
 	setsid -c bash -l </dev/ttyS0 >/dev/ttyS0 2>&1
