@@ -2,9 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # The cross-host rows of `make bench`, run on node0 of a two-node cluster against node1:
 # ODP against pinned memory with perftest (ib_write_bw and ib_read_bw at 64 KiB and 1 MiB
-# in steady state, the first five 1 MiB messages of a new ib_write_bw (perftest runs no
-# fewer), its buffers untouched,
-# ib_write_lat at 8 bytes) and ucx_perftest (put bandwidth at 64 KiB and 1 MiB and put
+# in steady state, the first five 1 MiB messages of a new ib_write_bw with its buffers
+# untouched (perftest runs no fewer), ib_write_lat at 8 bytes) and ucx_perftest (put bandwidth at 64 KiB and 1 MiB and put
 # latency at 8 bytes, explicit ODP against pinned). BENCH_REPS repetitions (5), ODP and
 # pinned taking turns, which one first alternating. Writes $OUT/50-cross-host.csv in the
 # format of 40-odp-lib.csv (section,metric,memory,size_bytes,rep,value,unit); a run that
@@ -46,7 +45,7 @@ figure() {
 
 # measure ROW MEMORY REP: one run, its figure appended to the CSV; 1 when it gave none.
 measure() {
-	local section metric size unit args mode=$2 rep=$3 value attempt
+	local section metric size unit args mode=$2 rep=$3 value
 
 	IFS='|' read -r section metric size unit args <<<"$1"
 	echo "== $section $metric $size, $mode, repetition $rep" >>"$log"
@@ -58,14 +57,8 @@ measure() {
 			env $env ucx_perftest "$PEER" $args $extra
 	else
 		[ "$mode" = odp ] && args="$args --odp"
-		# perftest gives up on its report when it cannot time the CPU clock under
-		# emulation ("Can't produce a report"), the transfer done: run it again.
-		for attempt in 1 2 3; do
-			# shellcheck disable=SC2086
-			run_pair 18515 /tmp/bench 120 "$args" $args "$PEER" && break
-			grep -q "Can't produce a report" /tmp/bench.server /tmp/bench.client || break
-			echo "(attempt $attempt gave no report)" >>"$log"
-		done
+		# shellcheck disable=SC2086 # the arguments are meant to split into words
+		perftest_pair /tmp/bench 120 $args
 	fi
 	value=$(figure /tmp/bench.client "$unit" $([ "$section" = ucx_perftest ] && echo 1 || echo 0))
 	if [ "$pair_client" != 0 ] || [ "$pair_server" != 0 ] || [ -z "$value" ]; then
