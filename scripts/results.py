@@ -87,6 +87,8 @@ def read_lines(path):
 
 # How many of the diagnostic lines before a failed result are kept to print with it.
 DIAG_LINES = 5
+# And the last lines of a failed program's stderr.
+ERR_LINES = 3
 TAP_SKIP_ALL = re.compile(r'^1\.\.0\s*#\s*SKIP\S*\s*(?P<why>.*)$', re.I)
 
 
@@ -326,6 +328,12 @@ def tap_suites(d, profile, expected_skips):
             exit_file = os.path.join(d, fn[:-4] + '.exit')
             if os.path.exists(exit_file):
                 judge_exit(exit_file, c)
+            err_file = os.path.join(d, fn[:-4] + '.err')
+            if c.failed and os.path.exists(err_file):
+                # What a failed program said on stderr (a completion that never came, a
+                # verb that failed) is often the reason its TAP line could not give.
+                tail = [line for line in read_lines(err_file) if line.strip()][-ERR_LINES:]
+                c.notes += [f'stderr: {line}' for line in tail]
             name = fn[:-4]
             for prefix in ('verbs-', 'two-host-'):
                 if name.startswith(prefix):

@@ -243,7 +243,6 @@ memcg_on() {
 	echo +memory >/sys/fs/cgroup/cgroup.subtree_control
 }
 
-# Whether SUITES (vmt_suites) picks suite $1: every suite when it is unset.
 # kmemleak (debug kernel): one scan after everything ran, into $OUT/kmemleak; whatever
 # it lists is a leak (scripts/results.py judges it).
 kmemleak_report() {
@@ -256,13 +255,30 @@ kmemleak_report() {
 	cat /sys/kernel/debug/kmemleak >"$OUT/kmemleak"
 }
 
+# Whether SUITES (vmt_suites) picks suite $1: every suite when it is unset. An entry
+# SUITE/PROGRAM (verbs/odp_mm_pressure) picks the suite, and only that program of it
+# (program_wanted).
 suite_wanted() {
 	local want
 	[ -n "${vmt_suites:-}" ] || return 0
 	for want in ${vmt_suites//,/ }; do
-		case $1 in *"$want"*) return 0 ;; esac
+		case $1 in *"${want%%/*}"*) return 0 ;; esac
 	done
 	return 1
+}
+
+# Whether SUITES picks program $2 of suite $1: yes unless an entry names the suite with
+# programs of it (SUITE/PROGRAM) and none of them is $2.
+program_wanted() {
+	local want named=0
+	[ -n "${vmt_suites:-}" ] || return 0
+	for want in ${vmt_suites//,/ }; do
+		case $1 in *"${want%%/*}"*) ;; *) continue ;; esac
+		[ "$want" = "${want#*/}" ] && return 0
+		named=1
+		[ "${want#*/}" = "$2" ] && return 0
+	done
+	[ $named = 0 ]
 }
 
 # run_suite FILE KIND: one suite script (tests/suites/ or tests/cluster/), its output in

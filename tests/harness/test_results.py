@@ -101,6 +101,31 @@ class ExitStatusTest(unittest.TestCase):
         self.assertEqual(self.judge('1 300', '1..1\nnot ok 1 - a\n').failed, 1)
 
 
+class StderrOfFailedProgramTest(unittest.TestCase):
+    def suites(self, tap_text, status):
+        with tempfile.TemporaryDirectory() as d:
+            for ext, text in (('tap', tap_text), ('exit', f'{status} 300 12\n'),
+                              ('err', 'one\n\ntwo\nthree\nno completion within 60000 ms\n')):
+                with open(os.path.join(d, f'verbs-x.{ext}'), 'w') as f:
+                    f.write(text)
+            return results.tap_suites(d, 'p', None)
+
+    def test_last_lines_noted_with_a_failure(self):
+        [(name, c)] = self.suites('1..1\nnot ok 1 - a\n', 1)
+        self.assertEqual(name, 'verbs/x')
+        self.assertEqual(c.notes, ['stderr: two', 'stderr: three',
+                                   'stderr: no completion within 60000 ms'])
+
+    def test_noted_with_a_bad_exit_status(self):
+        [(_, c)] = self.suites('1..1\nok 1 - a\n', 1)
+        self.assertEqual(c.failures[0][0], 'exit status')
+        self.assertEqual(len(c.notes), 3)
+
+    def test_not_noted_when_everything_passed(self):
+        [(_, c)] = self.suites('1..1\nok 1 - a\n', 0)
+        self.assertEqual(c.notes, [])
+
+
 class ExpectedSkipsTest(unittest.TestCase):
     RULES = ('# comment\n'
              '*                  1  ^no IOMMU DMA domain$\n'

@@ -19,6 +19,7 @@ for t in "$dir"/*; do
 	found=1
 	name=$(basename "$t")
 	[ "$name" = rc_hostile_peer ] && continue	# its own device, below
+	program_wanted verbs "$name" || continue
 	echo "running $name"
 	run_tap "verbs-$name" 300 "$t" --dev "$RDMA_DEV"
 done
@@ -26,7 +27,7 @@ done
 # capabilities, the default RLIMIT_MEMLOCK.
 for name in odp_secretmem; do
 	t=$dir/$name
-	[ -x "$t" ] || continue
+	[ -x "$t" ] && program_wanted verbs "$name" || continue
 	echo "running $name as an unprivileged user"
 	run_tap "verbs-$name-unprivileged" 300 setpriv --reuid=65534 --regid=65534 --clear-groups \
 		--inh-caps=-all "$t" --dev "$RDMA_DEV"
@@ -35,7 +36,7 @@ done
 # pinned MR of the same size must fail.
 for name in odp_memlock; do
 	t=$dir/$name
-	[ -x "$t" ] || continue
+	[ -x "$t" ] && program_wanted verbs "$name" || continue
 	echo "running $name as an unprivileged user with RLIMIT_MEMLOCK at 64 KiB"
 	run_tap "verbs-$name-unprivileged" 300 prlimit --memlock=65536:65536 setpriv \
 		--reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$t" --dev "$RDMA_DEV"
@@ -43,14 +44,14 @@ done
 # Random verbs sequences with one function of the ODP fault path failing on 10% of its
 # calls at each step (function error injection: distro-mm and debug; elsewhere the checks skip).
 t=$dir/odp_random
-if [ -x "$t" ]; then
+if [ -x "$t" ] && program_wanted verbs odp_random; then
 	echo "running odp_random with faults injected"
 	run_tap verbs-odp_random-inject 300 "$t" --dev "$RDMA_DEV" --seed 2 --ops 3000 --inject 10
 fi
 # A hostile RoCE peer: soft-RoCE on a tap whose other end is the test program, which
 # answers the device's requests wrongly (its addresses: rc_hostile_peer.c).
 t=$dir/rc_hostile_peer
-if [ -x "$t" ]; then
+if [ -x "$t" ] && program_wanted verbs rc_hostile_peer; then
 	echo "running rc_hostile_peer through a tap"
 	tap=rxetap0 dev=rxehp0
 	if msg=$({ ip tuntap add dev $tap mode tap &&
