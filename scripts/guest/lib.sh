@@ -14,6 +14,7 @@ RDMA_DEV=${RDMA_DEV:-rxe0}
 # How much slower this profile's kernel runs than the normal one (TIME_FACTOR of the
 # profile: the debug kernel's KASAN and lockdep): every time limit is multiplied by it.
 TIME_FACTOR=${vmt_time_factor:-1}
+export VT_TIME_FACTOR=$TIME_FACTOR
 NETDEV=${NETDEV:-eth0}
 # Link-local only: nothing in the guest can route anywhere past the VM. A cluster node's
 # own address comes from the kernel command line (vmt_addr, scripts/cluster.sh).

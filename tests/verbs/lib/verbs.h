@@ -87,14 +87,20 @@ void vt_loopback_destroy(struct vt_loopback *lb);
 
 /*
  * How long a completion may take before it counts as missing: long, since a machine
- * that is busy with other work makes completions slow, not wrong.
+ * that is busy with other work makes completions slow, not wrong; 60 s times the
+ * profile's slowness (VT_TIME_FACTOR in the environment, the debug kernel's 3).
  */
-#define VT_WAIT_MS 60000
+#define VT_WAIT_MS vt_wait_ms()
+int vt_wait_ms(void);
 
 /* CLOCK_MONOTONIC in milliseconds: for deadlines and for saying how long a wait took. */
 long long vt_now_ms(void);
 
-/* Wait up to timeout_ms for one completion on cq. 0 on success, -1 on error or timeout. */
+/*
+ * Wait up to timeout_ms for one completion on cq. 0 on success, -1 on error or timeout.
+ * It spins for the first few milliseconds and then sleeps between polls, leaving the
+ * CPU to the kernel threads that do soft-RoCE's work.
+ */
 int vt_poll_one(struct ibv_cq *cq, struct ibv_wc *wc, int timeout_ms);
 
 /*

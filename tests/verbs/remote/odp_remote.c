@@ -140,7 +140,7 @@ static bool xfer(bool out, void *buf, size_t len)
 			fprintf(stderr, "odp_remote: %s the control connection: %s\n",
 				out ? "writing to" : "reading from",
 				!n ? "closed by the other node" :
-				errno == EAGAIN ? "no answer for 120 s" : strerror(errno));
+				errno == EAGAIN ? "no answer in time" : strerror(errno));
 			return false;
 		}
 		p += n;
@@ -238,6 +238,33 @@ static const char *setup(const struct ibv_device_attr_ex *attr)
 	me.rkey[EXPLICIT] = mr[EXPLICIT]->rkey;
 	me.rkey[IMPLICIT] = mr[IMPLICIT]->rkey;
 	return NULL;
+}
+
+/* Everything setup() and connect_qps() made, whichever of it exists. */
+static void teardown(void)
+{
+	int k;
+
+	if (sock >= 0)
+		close(sock);
+	if (ah)
+		ibv_destroy_ah(ah);
+	if (rc_qp)
+		ibv_destroy_qp(rc_qp);
+	if (ud_qp)
+		ibv_destroy_qp(ud_qp);
+	for (k = 0; k < NKINDS; k++)
+		if (mr[k])
+			ibv_dereg_mr(mr[k]);
+	if (region)
+		munmap(region, REGION);
+	if (send_cq)
+		ibv_destroy_cq(send_cq);
+	if (recv_cq)
+		ibv_destroy_cq(recv_cq);
+	if (pd)
+		ibv_dealloc_pd(pd);
+	ibv_close_device(ctx);
 }
 
 /* Connect the RC QP to the other node's and make the UD address: NULL or why not. */
@@ -714,6 +741,7 @@ int main(int argc, char **argv)
 {
 	struct ibv_device_attr_ex attr;
 	const char *why;
+	int rc;
 
 	page_size = sysconf(_SC_PAGESIZE);
 	vt_extra_options(extra);
@@ -733,5 +761,7 @@ int main(int argc, char **argv)
 	why = ibv_query_device_ex(ctx, NULL, &attr) ? "cannot query the device" : setup(&attr);
 	me.ok = !why;
 	snprintf(me.why, sizeof(me.why), "%s", why ? why : "");
-	return peer ? initiator() : target();
+	rc = peer ? initiator() : target();
+	teardown();
+	return rc;
 }
