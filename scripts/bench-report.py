@@ -209,9 +209,9 @@ Across two guests (a two-node make cluster on a QEMU link): ODP against pinned m
 perftest and ucx_perftest from node0 to node1, ODP and pinned taking turns; each cell is
 the median of the repetitions with their range. steady: the same buffers over and over
 (perftest's --odp, ucx_perftest's explicit ODP with -B); first_touch: the first five 1 MiB
-messages of a new ib_write_bw, its buffers untouched on both nodes. "ratio" = ODP / pinned,
-repetition by repetition (for latency in us, above 1 means ODP is slower); "n": the
-repetitions paired.
+messages of a new ib_write_bw, or puts of a new ucx_perftest with no warm-up, its buffers
+untouched by the device on both nodes. "ratio" = ODP / pinned, repetition by repetition
+(for latency in us, above 1 means ODP is slower); "n": the repetitions paired.
 ''', [('run', '<22'), ('measurement', '<26'), ('size', '>6'), ('unit', '>5'),
       ('ODP', '>24'), ('pinned', '>24'), ('ratio', '>24'), ('n', '>3')], rows)
 
