@@ -39,7 +39,7 @@
 
 /* The version of this header; the library's soname stays libibodp.so.1. */
 #define IBODP_VERSION_MAJOR	1
-#define IBODP_VERSION_MINOR	2
+#define IBODP_VERSION_MINOR	3
 #define IBODP_VERSION_PATCH	0
 
 #ifdef __cplusplus
@@ -224,6 +224,29 @@ void ibodp_counters_delta_sized(const struct ibodp_counters *before,
 				struct ibodp_counters *delta, size_t counters_size);
 int ibodp_counters_str_sized(const struct ibodp_counters *counters, size_t counters_size,
 			     char *buf, size_t size);
+
+/*
+ * The ODP counters of one MR, as "rdma statistic show mr" shows them (the kernel's
+ * restrack MR statistics), counted in pages like mlx5's. Grows at its end (see
+ * "Growth" above). Since 1.3.
+ */
+struct ibodp_mr_counters {
+	uint64_t page_faults;		/* pages the MR's accesses made present */
+	uint64_t page_invalidations;	/* pages invalidations of its ranges took away */
+	uint64_t page_prefetch;		/* pages prefetch made present */
+};
+
+/*
+ * Read @mr's counters, all at once and current (no cache); @counters is written only
+ * on success. A pinned MR (IBODP_PINNED, or fell_back) pages never: all 0. The kernel
+ * finds an MR by its lkey, which it shows only to CAP_NET_ADMIN; without it the MR is
+ * this process's MR of @mr's length on the device, and -EPERM when it has several.
+ * -EOPNOTSUPP when the driver counts nothing per MR. 0 or -errno. Since 1.3.
+ */
+#define ibodp_mr_read_counters(mr, counters) \
+	ibodp_mr_read_counters_sized(mr, counters, sizeof(*(counters)))
+int ibodp_mr_read_counters_sized(const struct ibodp_mr *mr, struct ibodp_mr_counters *counters,
+				 size_t counters_size);
 
 /*
  * The functions of 1.0 behind the macros' names, which programs built against 1.0 and

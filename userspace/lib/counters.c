@@ -162,3 +162,20 @@ int (ibodp_counters_str)(const struct ibodp_counters *counters, char *buf, size_
 {
 	return ibodp_counters_str_sized(counters, COUNTERS_SIZE_1_0, buf, size);
 }
+
+int ibodp_mr_read_counters_sized(const struct ibodp_mr *mr, struct ibodp_mr_counters *counters,
+				 size_t counters_size)
+{
+	struct ibodp_mr_counters c = { 0 };
+	int ret;
+
+	if (!mr || !counters || !counters_size)
+		return ibodp_fail(EINVAL, "ibodp_mr_read_counters() needs an MR and a struct to fill");
+	if (mr->kind != IBODP_PINNED && !mr->fell_back) {
+		ret = ibodp_nl_mr_counters(mr, &c);
+		if (ret)
+			return ret;
+	}
+	ibodp_copy_sized(counters, counters_size, &c, sizeof(c));
+	return 0;
+}

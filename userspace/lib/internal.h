@@ -18,6 +18,8 @@ struct ibodp_dev {
 
 /* The uverbs driver id of @ctx's device, from RDMA netlink; 0 or a positive errno. */
 int ibodp_uverbs_driver_id(struct ibv_context *ctx, uint32_t *id);
+/* @mr's counters from the kernel's restrack MR statistics; 0 or -errno (said). */
+int ibodp_nl_mr_counters(const struct ibodp_mr *mr, struct ibodp_mr_counters *c);
 
 /*
  * Record a failure for ibodp_errmsg(): the formatted text, then strerror(err) when

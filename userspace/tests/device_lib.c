@@ -173,6 +173,123 @@ out:
 }
 
 /*
+ * "page_faults F page_invalidations I page_prefetch P" of one MR in iproute2's listing
+ * of every device's MRs; what it printed, else, into @out.
+ */
+static bool rdma_tool_shows(const struct ibodp_mr_counters *c, char *out, size_t size)
+{
+	char want[128], line[512];
+	size_t len = 0;
+	bool found = false;
+	FILE *f;
+
+	snprintf(want, sizeof(want), " page_faults %llu page_invalidations %llu page_prefetch %llu",
+		 (unsigned long long)c->page_faults, (unsigned long long)c->page_invalidations,
+		 (unsigned long long)c->page_prefetch);
+	*out = 0;
+	f = popen("rdma statistic show mr 2>&1", "r");
+	if (!f) {
+		snprintf(out, size, "popen: %s", strerror(errno));
+		return false;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		found |= strstr(line, want) != NULL;
+		line[strcspn(line, "\n")] = 0;
+		if (len < size)
+			len += snprintf(out + len, size - len, "%s%s", len ? " | " : "", line);
+	}
+	pclose(f);
+	return found;
+}
+
+static bool mr_counters_are(const struct ibodp_mr_counters *c, uint64_t faults,
+			    uint64_t invalidations, uint64_t prefetch)
+{
+	return c->page_faults == faults && c->page_invalidations == invalidations &&
+	       c->page_prefetch == prefetch;
+}
+
+#define MRC(c) (unsigned long long)(c).page_faults, (unsigned long long)(c).page_invalidations, \
+	(unsigned long long)(c).page_prefetch
+
+/*
+ * The counters of one MR: an RDMA WRITE into an untouched ODP MR faults all its pages,
+ * MADV_DONTNEED of half takes those away, a prefetch brings them back; another ODP MR's
+ * traffic counts on that MR only; iproute2's rdma tool shows the same numbers; a
+ * pinned MR has none; a smaller (older) struct gets only its fields.
+ */
+static void test_mr_counters(struct ibodp_dev *dev, struct vt_loopback *lb)
+{
+	unsigned char *a = map(size), *b = map(size), *o = map(2 * size);
+	struct ibodp_mr *src = NULL, *mr = NULL, *other = NULL;
+	struct ibodp_mr_counters c, pc;
+	uint64_t old[3] = { 7, 7, 7 };
+	char tool[512];
+	int ret;
+
+	if (ibodp_reg_mr(dev, lb->pd, a, size, ACCESS, IBODP_PINNED, IBODP_FAIL, &src) ||
+	    ibodp_reg_mr(dev, lb->pd, b, size, ACCESS, IBODP_EXPLICIT, IBODP_FAIL, &mr) ||
+	    ibodp_reg_mr(dev, lb->pd, o, 2 * size, ACCESS, IBODP_EXPLICIT, IBODP_FAIL, &other)) {
+		check(false, "register MRs for their counters: %s", ibodp_errmsg());
+		goto out;
+	}
+	ret = ibodp_mr_read_counters(mr, &c);
+	if (ret == -EOPNOTSUPP) {
+		skip("the kernel's rxe counts no ODP per MR", "MR counters: %s", ibodp_errmsg());
+		goto out;
+	}
+	check(!ret && mr_counters_are(&c, 0, 0, 0),
+	      "a new ODP MR's counters: %llu faulted, %llu invalidated, %llu prefetched (want 0s)%s%s",
+	      MRC(c), ret ? ": " : "", ret ? ibodp_errmsg() : "");
+
+	ret = write_ok(lb, a, src, b, mr, size, 11) ? ibodp_mr_read_counters(mr, &c) : -EIO;
+	check(!ret && mr_counters_are(&c, NPAGES, 0, 0),
+	      "after an RDMA WRITE of all of it: %llu, %llu, %llu (want %d, 0, 0)", MRC(c), NPAGES);
+
+	madvise(b, size / 2, MADV_DONTNEED);
+	ret = ibodp_mr_read_counters(mr, &c);
+	check(!ret && mr_counters_are(&c, NPAGES, NPAGES / 2, 0),
+	      "after MADV_DONTNEED of half: %llu, %llu, %llu (want %d, %d, 0)", MRC(c), NPAGES,
+	      NPAGES / 2);
+
+	ret = ibodp_prefetch(mr, b, size, IBODP_PREFETCH_WRITE | IBODP_PREFETCH_SYNC, NULL);
+	if (!ret)
+		ret = ibodp_mr_read_counters(mr, &c);
+	check(!ret && mr_counters_are(&c, NPAGES, NPAGES / 2, NPAGES / 2),
+	      "after a prefetch of all of it: %llu, %llu, %llu (want %d, %d, %d)", MRC(c), NPAGES,
+	      NPAGES / 2, NPAGES / 2);
+
+	ret = write_ok(lb, a, src, o + size, other, size, 12) ? ibodp_mr_read_counters(mr, &c) : -EIO;
+	if (!ret)
+		ret = ibodp_mr_read_counters(other, &pc);
+	check(!ret && mr_counters_are(&c, NPAGES, NPAGES / 2, NPAGES / 2) &&
+	      mr_counters_are(&pc, NPAGES, 0, 0),
+	      "a WRITE into half of another ODP MR counts there only: %llu, %llu, %llu there, "
+	      "%llu, %llu, %llu here", MRC(pc), MRC(c));
+
+	check(rdma_tool_shows(&c, tool, sizeof(tool)),
+	      "rdma statistic show mr lists the MR with page_faults %llu page_invalidations "
+	      "%llu page_prefetch %llu: %s", MRC(c), tool);
+
+	ret = ibodp_mr_read_counters(src, &pc);
+	check(!ret && mr_counters_are(&pc, 0, 0, 0), "a pinned MR's counters: %llu, %llu, %llu",
+	      MRC(pc));
+
+	ret = ibodp_mr_read_counters_sized(mr, (struct ibodp_mr_counters *)old,
+					   2 * sizeof(uint64_t));
+	check(!ret && old[0] == NPAGES && old[1] == NPAGES / 2 && old[2] == 7,
+	      "a struct of two counters gets two: %llu, %llu, and %llu left alone",
+	      (unsigned long long)old[0], (unsigned long long)old[1], (unsigned long long)old[2]);
+out:
+	ibodp_dereg_mr(other);
+	ibodp_dereg_mr(mr);
+	ibodp_dereg_mr(src);
+	munmap(a, size);
+	munmap(b, size);
+	munmap(o, 2 * size);
+}
+
+/*
  * An SGE list longer than one ADVISE_MR request carries (its attribute length is 16
  * bits: 4095 SGEs): the library splits it, and every page is prefetched.
  */
@@ -486,6 +603,7 @@ int main(int argc, char **argv)
 	test_kinds(dev, &lb);
 	test_prefetch(dev, &lb);
 	test_advise_many_sges(dev, &lb);
+	test_mr_counters(dev, &lb);
 	test_threads(&lb, name);
 	test_fallback(name);
 	test_wrap(name, dev);
