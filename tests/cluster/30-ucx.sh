@@ -45,8 +45,11 @@ echo "1..$plan" >"$tap"
 
 # The figure of ucx_perftest's final results row: the overall bandwidth (MB/s), or the
 # median latency (usec). Its columns after "Final:": iterations, latency median, average
-# and overall, bandwidth average and overall, message rate average and overall.
-ROW='^Final: +[0-9]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9.]+ +[0-9]+ +[0-9]+ *$'
+# and overall, bandwidth average and overall, message rate average and overall. An
+# average over the last report's interval is "inf" when it saw no iteration (seen on the
+# debug kernel: "Final: 200 106592.000 inf 123548.380 0.00 0.51 0 8").
+N='([0-9.]+|inf)'
+ROW="^Final: +[0-9]+ +$N +$N +$N +$N +$N +[0-9]+ +[0-9]+ *\$"
 figure() {
 	grep -E "$ROW" "$1" | tail -1 | awk -v lat="$2" '{ print lat ? $3 " us" : $7 " MB/s" }'
 }
