@@ -19,6 +19,7 @@ gcc -std=gnu11 -O2 -Wall -Wextra -Werror -I"$inc" \
 	die "building dma_map_benchmark failed"
 gcc -std=c11 -O2 -Wall -Wextra -Werror -I"$SRC" -o "$bin/hmm_dma_bench" \
 	"$ROOT/tests/bench/hmm_dma_bench.c" || die "building hmm_dma_bench failed"
-gcc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -I"$ROOT/tests/verbs" \
-	-o "$bin/odp_bench" "$ROOT/tests/bench/odp_bench.c" "$ROOT/tests/verbs/lib/verbs.c" "$ROOT/tests/verbs/lib/pattern.c" \
+gcc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -I"$ROOT/userspace/plumbing" \
+	-o "$bin/odp_bench" "$ROOT/tests/bench/odp_bench.c" "$ROOT/userspace/plumbing/verbs.c" \
+	"$ROOT/userspace/plumbing/pattern.c" \
 	-libverbs || die "building odp_bench failed"

@@ -9,7 +9,7 @@
  *    MR is registered, divided by its pages (its per-page lists live there).
  * Prints CSV: metric,memory,value,unit
  */
-#include "lib/verbs.h"
+#include "verbs.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -22,7 +22,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "../verbs/lib/pattern.h"
+#include "pattern.h"
 #include "../verbs/lib/tap.h"
 
 static int rank, nranks;

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Device and port attributes of the soft-RoCE device, as an application sees them. */
 #include "lib/tap.h"
-#include "lib/verbs.h"
+#include "verbs.h"
 
 #include <endian.h>
 #include <errno.h>

@@ -5,7 +5,7 @@
  * may ask for, fail with ENOMEM (or register) without a kernel warning.
  */
 #include "lib/tap.h"
-#include "lib/verbs.h"
+#include "verbs.h"
 
 #include <errno.h>
 #include <stdint.h>

@@ -15,7 +15,7 @@
  * About 1 s.
  */
 #include "lib/tap.h"
-#include "lib/verbs.h"
+#include "verbs.h"
 
 #include <arpa/inet.h>
 #include <errno.h>

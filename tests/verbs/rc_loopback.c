@@ -5,7 +5,7 @@
  * that start and end at unaligned offsets (the bytes around them must stay untouched).
  */
 #include "lib/tap.h"
-#include "lib/verbs.h"
+#include "verbs.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -15,9 +15,9 @@
  * faulted by the transfers (exactly the pages a transfer spans) and invalidated.
  */
 #include "../lib/odp.h"
-#include "../lib/pattern.h"
+#include "pattern.h"
 #include "../lib/tap.h"
-#include "../lib/verbs.h"
+#include "verbs.h"
 
 #include <errno.h>
 #include <netdb.h>

@@ -1,4 +1,4 @@
-// SPDX-License-Identifier: GPL-2.0
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
 #include "pattern.h"
 
 /* splitmix64's finaliser: every input bit moves every output bit. */

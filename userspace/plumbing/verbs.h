@@ -1,8 +1,9 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
- * Shared verbs plumbing for the tests: option parsing, opening a device by name, a pair
- * of RC QPs connected to each other through one port (loopback), and posting a work
- * request and waiting for its completion. Every failure prints what was attempted and
+ * The verbs plumbing of the tools, the library's tests, tests/verbs and tests/bench:
+ * option parsing, opening a device by name, a pair of RC QPs connected to each other
+ * through one port (loopback), and posting a work request and waiting for its
+ * completion. Every failure prints what was attempted and
  * errno to stderr and returns -1 (or NULL), so a test can report it and go on.
  */
 #ifndef VT_VERBS_H

@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: GPL-2.0 */
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
 /*
  * The data pattern every test checks bytes against (the verbs tests, the MPI program of
  * the two-host suite): no short period, another sequence for every seed.
