@@ -26,10 +26,7 @@
 
 static double now_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
+	return vt_now_ns() / 1e9;
 }
 
 static long vmalloc_used_kb(void)

@@ -319,12 +319,17 @@ void vt_loopback_destroy(struct vt_loopback *lb)
 	lb->pd = NULL;
 }
 
-long long vt_now_ms(void)
+long long vt_now_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+long long vt_now_ms(void)
+{
+	return vt_now_ns() / 1000000;
 }
 
 /*

@@ -94,7 +94,11 @@ void vt_loopback_destroy(struct vt_loopback *lb);
 #define VT_WAIT_MS vt_wait_ms()
 int vt_wait_ms(void);
 
-/* CLOCK_MONOTONIC in milliseconds: for deadlines and for saying how long a wait took. */
+/*
+ * The one clock of every program here, CLOCK_MONOTONIC: in nanoseconds for measuring,
+ * in milliseconds for deadlines and for saying how long a wait took.
+ */
+long long vt_now_ns(void);
 long long vt_now_ms(void);
 
 /*

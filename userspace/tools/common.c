@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <time.h>
 #include <unistd.h>
 
 #define MAX_OPTIONS 16
@@ -148,14 +147,6 @@ void tool_parse(struct tool *tool, int argc, char **argv)
 			argv[optind]);
 		exit(2);
 	}
-}
-
-long long now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
 static bool show_progress(const struct tool *tool)

@@ -2,7 +2,7 @@
 /*
  * What the libibodp tools share: their command line (the device options every tool
  * takes, the tool's own options on top), sizes and durations as a person writes them,
- * clocks, progress lines, and buffers registered through the library.
+ * progress lines, and buffers registered through the library.
  */
 #ifndef IBODP_TOOLS_COMMON_H
 #define IBODP_TOOLS_COMMON_H
@@ -38,8 +38,6 @@ void tool_parse(struct tool *tool, int argc, char **argv);
 
 /* "4096", "64K", "16M", "1G" (powers of 1024) into *out; false if not a size. */
 bool parse_size(const char *s, size_t *out);
-
-long long now_ns(void);
 
 /* A line on stderr that the next one overwrites, on a terminal or with --progress. */
 void progress(const struct tool *tool, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -154,12 +154,12 @@ static void bench_registration(void)
 					   MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 				if (b.p == MAP_FAILED)
 					die(&tool, "mmap of %zu bytes: %s", size, strerror(errno));
-				t0 = now_ns();
+				t0 = vt_now_ns();
 				if (ibodp_reg_mr(dev, pd, b.p, size, TOOL_ACCESS, kinds[k], IBODP_FAIL,
 						 &b.mr))
 					die_lib(&tool, "registration sweep");
 				record("registration", "register", mem_name(kinds[k]), size,
-				       (now_ns() - t0) / 1e3, "us");
+				       (vt_now_ns() - t0) / 1e3, "us");
 				tool_buf_fini(&b);
 			}
 		}
@@ -180,7 +180,7 @@ static long long timed_move(enum ibv_wr_opcode op, unsigned char *src, struct ib
 			    unsigned int seed)
 {
 	enum ibv_wc_status status = IBV_WC_SUCCESS;
-	long long t0 = now_ns();
+	long long t0 = vt_now_ns();
 	long bad;
 	int ret;
 
@@ -188,7 +188,7 @@ static long long timed_move(enum ibv_wr_opcode op, unsigned char *src, struct ib
 		ret = vt_send_recv(&lb, src, src_mr->mr, dst, dst_mr->mr, len);
 	else
 		ret = vt_rdma(&lb, op, src, src_mr->mr, dst, dst_mr->mr, len, &status);
-	t0 = now_ns() - t0;
+	t0 = vt_now_ns() - t0;
 	if (ret || status != IBV_WC_SUCCESS) {
 		fprintf(stderr, "%s: %s of %zu bytes: %s\n", tool.name, op_name(op), len,
 			ret ? "failed" : ibv_wc_status_str(status));
@@ -343,18 +343,18 @@ static void bench_steady(void)
 		for (k = 0; k < 2; k++) {
 			progress(&tool, "steady state: %s, %u of %u", mem_name(kinds[k]), rep + 1,
 				 reps);
-			for (bytes = 0, t0 = now_ns(); now_ns() - t0 < each * 1e9; bytes += chunk)
+			for (bytes = 0, t0 = vt_now_ns(); vt_now_ns() - t0 < each * 1e9; bytes += chunk)
 				if (timed_move(IBV_WR_RDMA_WRITE, warm.p, warm.mr, dst[k].p,
 					       dst[k].mr, chunk, 7) < 0)
 					goto fail;
-			spent = now_ns() - t0;
+			spent = vt_now_ns() - t0;
 			record("steady", "write_bandwidth", mem_name(kinds[k]), chunk,
 			       bytes / (spent / 1e9) / 1e6, "MB/s");
-			for (n = 0, t0 = now_ns(); now_ns() - t0 < each * 1e9 / 2; n++)
+			for (n = 0, t0 = vt_now_ns(); vt_now_ns() - t0 < each * 1e9 / 2; n++)
 				if (timed_move(IBV_WR_RDMA_WRITE, warm.p, warm.mr, dst[k].p,
 					       dst[k].mr, small, 7) < 0)
 					goto fail;
-			spent = now_ns() - t0;
+			spent = vt_now_ns() - t0;
 			record("steady", "write_latency", mem_name(kinds[k]), small,
 			       spent / 1e3 / n, "us");
 		}
@@ -387,13 +387,13 @@ static void bench_invalidate(void)
 			if (one < 0)
 				goto fail;
 			plain += one;
-			t0 = now_ns();
+			t0 = vt_now_ns();
 			if (madvise(dst.p, chunk, MADV_DONTNEED))
 				die(&tool, "madvise: %s", strerror(errno));
 			if (timed_move(IBV_WR_RDMA_WRITE, warm.p, warm.mr, dst.p, dst.mr, chunk,
 				       9) < 0)
 				goto fail;
-			cycle += now_ns() - t0;
+			cycle += vt_now_ns() - t0;
 		}
 		record("invalidate", "write", "odp", chunk, plain / 1e3 / n, "us");
 		record("invalidate", "dontneed_and_write", "odp", chunk, cycle / 1e3 / n, "us");
@@ -424,14 +424,14 @@ static void bench_prefetch(void)
 			goto fail;
 
 		tool_buf_init(&tool, &dst, dev, pd, touch_size, IBODP_EXPLICIT);
-		t0 = now_ns();
+		t0 = vt_now_ns();
 		if (ibodp_prefetch(dst.mr, dst.p, touch_size,
 				   IBODP_PREFETCH_WRITE | IBODP_PREFETCH_SYNC, &direct)) {
 			fprintf(stderr, "%s: PREFETCH_WRITE: %s\n", tool.name, ibodp_errmsg());
 			tool_buf_fini(&dst);
 			goto fail;
 		}
-		prefetch = now_ns() - t0;
+		prefetch = vt_now_ns() - t0;
 		write_after = timed_move(IBV_WR_RDMA_WRITE, warm.p, warm.mr, dst.p, dst.mr,
 					 touch_size, 11);
 		tool_buf_fini(&dst);

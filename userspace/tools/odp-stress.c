@@ -259,20 +259,20 @@ int main(int argc, char **argv)
 	}
 	counters = !ibodp_read_counters(dev, tool.dev.port, &before);
 
-	t0 = now_ns();
+	t0 = vt_now_ns();
 	end = t0 + (long long)(seconds * 1e9);
 	for (i = 0; i < traffic_threads; i++)
 		pthread_create(&lanes[i].thread, NULL, traffic, &lanes[i]);
 	for (i = 0; i < disrupt_threads; i++)
 		pthread_create(&dis[i], NULL, disrupter, (void *)(uintptr_t)(i + 1));
-	while (now_ns() < end) {
+	while (vt_now_ns() < end) {
 		unsigned long long done = 0;
 
 		usleep(200000);
 		for (i = 0; i < traffic_threads; i++)
 			done += lanes[i].ops[0] + lanes[i].ops[1] + lanes[i].ops[2];
 		progress(&tool, "%.0f of %.0f s, %llu transfers, %llu memory changes",
-			 (now_ns() - t0) / 1e9, seconds, done,
+			 (vt_now_ns() - t0) / 1e9, seconds, done,
 			 atomic_load(&dis_count[0]) + atomic_load(&dis_count[1]) +
 			 atomic_load(&dis_count[2]) + atomic_load(&dis_count[3]));
 	}
@@ -282,7 +282,7 @@ int main(int argc, char **argv)
 	for (i = 0; i < disrupt_threads; i++)
 		pthread_join(dis[i], NULL);
 	progress_done(&tool);
-	t0 = now_ns() - t0;
+	t0 = vt_now_ns() - t0;
 
 	for (i = 0; i < traffic_threads; i++) {
 		for (j = 0; j < VT_NTRANSFERS; j++)

@@ -89,7 +89,7 @@ int main(int argc, char **argv)
 	tool_buf_init(&tool, &back, dev, pd, size, IBODP_EXPLICIT);
 	if (ibodp_read_counters(dev, tool.dev.port, &before))
 		fprintf(stderr, "%s: %s (no counter deltas)\n", tool.name, ibodp_errmsg());
-	t0 = now_ns();
+	t0 = vt_now_ns();
 	for (r = 1; r <= rounds; r++) {
 		vt_fill(src.p, size, r);
 		if (!move_all(&lb, IBV_WR_RDMA_WRITE, &src, &dst, r) ||
@@ -107,7 +107,7 @@ int main(int argc, char **argv)
 			die(&tool, "madvise(MADV_DONTNEED): %s", strerror(errno));
 	}
 	progress_done(&tool);
-	t0 = now_ns() - t0;
+	t0 = vt_now_ns() - t0;
 
 	printf("device:        %s, port %u (ODP: %s)\n", ibodp_name(dev), tool.dev.port,
 	       caps_text);
