@@ -20,7 +20,6 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <linux/if_tun.h>
 #include <net/if.h>
 #include <poll.h>
@@ -303,32 +302,27 @@ static bool port_active(struct peer *p)
 
 int main(int argc, char **argv)
 {
-	static const struct option longopts[] = {
-		{ "dev", required_argument, NULL, 'd' },
-		{ "tap", required_argument, NULL, 't' },
+	static const char *tap_name = "";
+	static const struct vt_extra_option extra[] = {
+		{ .name = "tap", .help = "the tap device the peer answers on (required)",
+		  .text = &tap_name },
 		{ 0 }
 	};
-	const char *dev = NULL, *tap_name = NULL;
 	enum ibv_wc_status status = IBV_WC_SUCCESS;
 	uint8_t aeth[4] = { 0x1f, 0, 0, 1 }, data[READ_SIZE];
 	struct peer p = { .tap = -1 };
+	struct vt_options opt;
+	const char *dev;
 	long psn;
 	bool ok;
-	int c;
 
-	while ((c = getopt_long(argc, argv, "d:t:", longopts, NULL)) != -1) {
-		if (c == 'd')
-			dev = optarg;
-		else if (c == 't')
-			tap_name = optarg;
-		else
-			return 2;
-	}
-	if (!dev || !tap_name || optind != argc) {
+	vt_extra_options(extra);
+	vt_parse_options(argc, argv, &opt);
+	dev = opt.dev;
+	if (!dev || !*tap_name) {
 		fprintf(stderr, "usage: %s --dev RXE_DEVICE_ON_THE_TAP --tap TAP\n", argv[0]);
 		return 2;
 	}
-	tap_plan(2);
 	if (!open_tap(&p, tap_name))
 		tap_bail("no tap to play the peer through");
 	p.ctx = vt_open_device(dev);

@@ -41,7 +41,8 @@ static void usage(const char *prog, int status)
 
 		if (x->text)
 			fprintf(f, "  --%s TEXT%*s%s%s%s\n", x->name, pad > 4 ? pad - 3 : 1, "",
-				x->help, *x->text ? ", default: " : "", *x->text ? *x->text : "");
+				x->help, *x->text && **x->text ? ", default: " : "",
+				*x->text ? *x->text : "");
 		else
 			fprintf(f, "  --%s N%*s%s (default: %ld)\n", x->name, pad > 1 ? pad : 1, "",
 				x->help, *x->value);
@@ -50,72 +51,83 @@ static void usage(const char *prog, int status)
 	exit(status);
 }
 
-static long parse_number(const char *prog, const char *what, const char *s, long max)
+long vt_parse_number(const char *prog, const char *opt, const char *s, long max)
 {
 	char *end;
 	long v;
 
 	errno = 0;
-	v = strtol(s, &end, 0);
-	if (errno || *end || v < 0 || v > max) {
-		fprintf(stderr, "%s: %s must be a number from 0 to %ld, not '%s'\n",
-			prog, what, max, s);
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < 0 || v > max) {
+		fprintf(stderr, "%s: --%s wants a number from 0 to %ld, not '%s' (see --help)\n",
+			prog, opt, max, s);
 		exit(2);
 	}
 	return v;
+}
+
+const struct option vt_device_longopts[VT_DEVICE_OPTIONS] = {
+	{ "dev", required_argument, NULL, 'd' },
+	{ "port", required_argument, NULL, 'p' },
+	{ "gid", required_argument, NULL, 'g' },
+};
+
+void vt_options_init(struct vt_options *opt)
+{
+	opt->dev = NULL;
+	opt->port = 1;
+	opt->gid_index = 1;
+	opt->qp_timeout = 14;
+}
+
+bool vt_device_option(const char *prog, int c, const char *arg, struct vt_options *opt)
+{
+	switch (c) {
+	case 'd':
+		opt->dev = arg;
+		return true;
+	case 'p':
+		opt->port = (uint8_t)vt_parse_number(prog, "port", arg, 255);
+		return true;
+	case 'g':
+		opt->gid_index = (int)vt_parse_number(prog, "gid", arg, 65535);
+		return true;
+	}
+	return false;
 }
 
 #define VT_MAX_EXTRA_OPTIONS 8
 
 void vt_parse_options(int argc, char **argv, struct vt_options *opt)
 {
-	struct option longopts[4 + VT_MAX_EXTRA_OPTIONS + 1] = {
-		{ "dev", required_argument, NULL, 'd' },
-		{ "port", required_argument, NULL, 'p' },
-		{ "gid", required_argument, NULL, 'g' },
-		{ "help", no_argument, NULL, 'h' },
+	struct option longopts[VT_DEVICE_OPTIONS + 1 + VT_MAX_EXTRA_OPTIONS + 1] = {
+		[VT_DEVICE_OPTIONS] = { "help", no_argument, NULL, 'h' },
 	};
-	int c, n = 0;
+	int c, n = 0, first = VT_DEVICE_OPTIONS + 1;
 
+	memcpy(longopts, vt_device_longopts, sizeof(vt_device_longopts));
 	for (; extra_opts && extra_opts[n].name; n++) {
 		if (n == VT_MAX_EXTRA_OPTIONS) {
 			fprintf(stderr, "%s: more than %d options of its own\n", argv[0],
 				VT_MAX_EXTRA_OPTIONS);
 			exit(2);
 		}
-		longopts[4 + n] = (struct option){ extra_opts[n].name, required_argument, NULL,
-						   256 + n };
+		longopts[first + n] = (struct option){ extra_opts[n].name, required_argument,
+						       NULL, 256 + n };
 	}
-	opt->dev = NULL;
-	opt->port = 1;
-	opt->gid_index = 1;
-	opt->qp_timeout = 14;
-	while ((c = getopt_long(argc, argv, "d:p:g:h", longopts, NULL)) != -1) {
-		switch (c) {
-		case 'd':
-			opt->dev = optarg;
-			break;
-		case 'p':
-			opt->port = parse_number(argv[0], "--port", optarg, 255);
-			break;
-		case 'g':
-			opt->gid_index = parse_number(argv[0], "--gid", optarg, 65535);
-			break;
-		case 'h':
+	vt_options_init(opt);
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		if (vt_device_option(argv[0], c, optarg, opt))
+			continue;
+		if (c == 'h')
 			usage(argv[0], 0);
-			break;
-		default:
-			if (c >= 256 && c < 256 + n) {
-				const struct vt_extra_option *x = &extra_opts[c - 256];
-
-				if (x->text)
-					*x->text = optarg;
-				else
-					*x->value = parse_number(argv[0], x->name, optarg, x->max);
-				break;
-			}
+		if (c < 256 || c >= 256 + n)
 			usage(argv[0], 2);
-		}
+		if (extra_opts[c - 256].text)
+			*extra_opts[c - 256].text = optarg;
+		else
+			*extra_opts[c - 256].value = vt_parse_number(argv[0], extra_opts[c - 256].name,
+								     optarg, extra_opts[c - 256].max);
 	}
 	if (optind != argc)
 		usage(argv[0], 2);

@@ -9,6 +9,7 @@
 #ifndef VT_VERBS_H
 #define VT_VERBS_H
 
+#include <getopt.h>
 #include <infiniband/verbs.h>
 #include <stdbool.h>
 #include <stddef.h>
@@ -37,6 +38,19 @@ void vt_extra_options(const struct vt_extra_option *extra);
 
 /* Parse --dev NAME, --port N, --gid N; prints usage and exits on bad input. */
 void vt_parse_options(int argc, char **argv, struct vt_options *opt);
+
+/*
+ * For a program with a parser of its own (the tools): the getopt_long() entries of the
+ * options every program takes (--dev, --port, --gid, returning 'd', 'p', 'g'), the
+ * defaults, and taking one of them: false when @c is none of them. A bad value is said
+ * ("PROG: --port wants a number from 0 to 255, not 'x' (see --help)") with exit(2).
+ */
+#define VT_DEVICE_OPTIONS 3
+extern const struct option vt_device_longopts[VT_DEVICE_OPTIONS];
+void vt_options_init(struct vt_options *opt);
+bool vt_device_option(const char *prog, int c, const char *arg, struct vt_options *opt);
+/* A number from 0 to @max for option --@opt, said and exit(2) when it is not. */
+long vt_parse_number(const char *prog, const char *opt, const char *s, long max);
 
 struct ibv_context *vt_open_device(const char *name);
 

@@ -62,22 +62,6 @@ static void bad(const struct tool *tool, const char *opt, const char *want, cons
 	exit(2);
 }
 
-static long number(const struct tool *tool, const char *opt, const char *s, long max)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < 0 || v > max) {
-		char want[64];
-
-		snprintf(want, sizeof(want), "a number from 0 to %ld", max);
-		bad(tool, opt, want, s);
-	}
-	return v;
-}
-
 static void set_option(const struct tool *tool, const struct tool_option *o, const char *arg)
 {
 	char *end;
@@ -96,7 +80,8 @@ static void set_option(const struct tool *tool, const struct tool_option *o, con
 		*(double *)o->value = d;
 		break;
 	case OPT_COUNT:
-		*(unsigned int *)o->value = (unsigned int)number(tool, o->name, arg, 1024);
+		*(unsigned int *)o->value = (unsigned int)vt_parse_number(tool->name, o->name,
+									  arg, 1024);
 		break;
 	case OPT_STRING:
 		*(const char **)o->value = arg;
@@ -109,15 +94,13 @@ static void set_option(const struct tool *tool, const struct tool_option *o, con
 
 void tool_parse(struct tool *tool, int argc, char **argv)
 {
-	struct option longopts[MAX_OPTIONS + 6] = {
-		{ "dev", required_argument, NULL, 'd' },
-		{ "port", required_argument, NULL, 'p' },
-		{ "gid", required_argument, NULL, 'g' },
-		{ "progress", no_argument, NULL, 'P' },
+	struct option longopts[VT_DEVICE_OPTIONS + 2 + MAX_OPTIONS + 1] = {
+		[VT_DEVICE_OPTIONS] = { "progress", no_argument, NULL, 'P' },
 		{ "help", no_argument, NULL, 'h' },
 	};
-	int n = 5, c, index;
+	int n = VT_DEVICE_OPTIONS + 2, c, index;
 
+	memcpy(longopts, vt_device_longopts, sizeof(vt_device_longopts));
 	for (index = 0; tool->options && tool->options[index].name; index++) {
 		if (index == MAX_OPTIONS)
 			die(tool, "too many options (raise MAX_OPTIONS)");
@@ -125,14 +108,11 @@ void tool_parse(struct tool *tool, int argc, char **argv)
 			tool->options[index].arg ? required_argument : no_argument, NULL,
 			256 + index };
 	}
-	tool->dev.dev = NULL;
-	tool->dev.port = 1;
-	tool->dev.gid_index = 1;
+	vt_options_init(&tool->dev);
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		if (vt_device_option(tool->name, c, optarg, &tool->dev))
+			continue;
 		switch (c) {
-		case 'd': tool->dev.dev = optarg; break;
-		case 'p': tool->dev.port = (uint8_t)number(tool, "port", optarg, 255); break;
-		case 'g': tool->dev.gid_index = (int)number(tool, "gid", optarg, 255); break;
 		case 'P': tool->progress = true; break;
 		case 'h': usage(tool, 0); break;
 		default:
