@@ -45,8 +45,8 @@ t "the shared library exports the functions of libibodp.map and nothing else" \
 	"test -n \"\$($exported)\" && test \"\$($exported)\" = \"\$($listed)\""
 # Programs built against 1.0 and 1.1 pass the 1.0 structs to the 1.0 functions, which must
 # keep their version; newer ones reach the *_sized functions of 1.2 through the macros.
-t "the 1.0 functions keep IBODP_1.0 beside the *_sized functions of IBODP_1.2" \
-	"objdump -T '$prefix/lib/libibodp.so' | grep -Eq 'IBODP_1\.0 +ibodp_read_counters\$' && objdump -T '$prefix/lib/libibodp.so' | grep -Eq 'IBODP_1\.2 +ibodp_read_counters_sized\$'"
+t "the 1.0 functions keep IBODP_1.0 beside the *_sized functions of IBODP_1.2 and 1.3's" \
+	"objdump -T '$prefix/lib/libibodp.so' | grep -Eq 'IBODP_1\.0 +ibodp_read_counters\$' && objdump -T '$prefix/lib/libibodp.so' | grep -Eq 'IBODP_1\.2 +ibodp_read_counters_sized\$' && objdump -T '$prefix/lib/libibodp.so' | grep -Eq 'IBODP_1\.3 +ibodp_mr_read_counters_sized\$'"
 if ls /sys/class/infiniband/* >/dev/null 2>&1; then
 	t "odp_quickstart registers and prefetches on this machine's RDMA device" \
 		"'$prefix/examples/odp_quickstart' | grep -q 'prefetched 1 MiB'"

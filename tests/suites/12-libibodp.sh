@@ -25,6 +25,7 @@ tools=(
 	"odp-bench --help|odp-bench --help|0|^usage: odp-bench"
 	"odp-stress rejects a bad option value|odp-stress --seconds -1|2|--seconds wants seconds"
 	"the quick-start example, built against the installed libibodp (scripts/check-install.sh), registers 1 MiB as ODP and prefetches all of it|$BUILD/userspace-install/examples/odp_quickstart $RDMA_DEV|0|during the prefetch: page_faults [0-9]+ +pages_faulted 256 "
+	"the quick-start example reads its MR's own counters: 256 pages prefetched, none faulted or invalidated|$BUILD/userspace-install/examples/odp_quickstart $RDMA_DEV|0|^this MR's counters: page_faults 0 page_invalidations 0 page_prefetch 256\$"
 )
 
 # The rdma_cm example (built by the host test of make install): a server and a client on

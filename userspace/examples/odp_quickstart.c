@@ -3,7 +3,7 @@
  * What an application does with libibodp, start to end: open a device (by name, or the
  * first with ODP), allocate a PD with libibverbs, register 1 MiB of memory as an ODP MR
  * (pinned if the device has no ODP, and saying so), prefetch it for writing, and read
- * what the driver's ODP counters saw. Built against an installed libibodp:
+ * what the driver's ODP counters saw, and the MR's own. Built against an installed libibodp:
  *   cc odp_quickstart.c $(pkg-config --cflags --libs ibodp) -o odp_quickstart
  */
 #define _DEFAULT_SOURCE		/* MAP_ANONYMOUS under -std=c11 */
@@ -17,6 +17,7 @@
 int main(int argc, char **argv)
 {
 	struct ibodp_counters before, after, delta;
+	struct ibodp_mr_counters mr_counters;
 	bool have_counters, direct = false;
 	struct ibodp_mr *mr = NULL;
 	struct ibv_pd *pd = NULL;
@@ -60,6 +61,14 @@ int main(int argc, char **argv)
 	} else {
 		printf("no ODP counters: %s\n", ibodp_errmsg());
 	}
+	/* The same seen from the MR alone (its counters start at 0 when it is registered). */
+	if (ibodp_mr_read_counters(mr, &mr_counters) == 0)
+		printf("this MR's counters: page_faults %llu page_invalidations %llu page_prefetch %llu\n",
+		       (unsigned long long)mr_counters.page_faults,
+		       (unsigned long long)mr_counters.page_invalidations,
+		       (unsigned long long)mr_counters.page_prefetch);
+	else
+		printf("no counters for this MR: %s\n", ibodp_errmsg());
 	ret = 0;
 out:
 	if (mr && ibodp_dereg_mr(mr)) {
