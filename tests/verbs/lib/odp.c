@@ -206,11 +206,6 @@ long vt_anon_huge_kb(const void *p)
 	return kb;
 }
 
-static const char *const counter_names[VT_ODP_NCOUNTERS] = {
-	"odp_page_faults", "odp_pages_faulted", "odp_pages_linked", "odp_pages_unlinked",
-	"odp_invalidations", "odp_prefetch_requests", "odp_fault_errors",
-};
-
 long vt_hw_counter(struct ibv_context *ctx, uint8_t port, const char *name)
 {
 	char path[256];
@@ -226,16 +221,26 @@ void vt_hw_counters_settle(void)
 	usleep(20000);
 }
 
+/* libibodp reads them: one list of their names, one wait for their cache. */
 bool vt_odp_counters(struct ibv_context *ctx, uint8_t port, long *v)
 {
-	unsigned int i;
+	struct ibodp_counters c;
+	struct ibodp_dev *dev;
+	int ret;
 
-	vt_hw_counters_settle();
-	for (i = 0; i < VT_ODP_NCOUNTERS; i++) {
-		v[i] = vt_hw_counter(ctx, port, counter_names[i]);
-		if (v[i] < 0)
-			return false;
-	}
+	if (ibodp_wrap(ctx, &dev))
+		return false;
+	ret = ibodp_read_counters(dev, port, &c);
+	ibodp_close(dev);
+	if (ret)
+		return false;
+	v[VT_ODP_PAGE_FAULTS] = (long)c.page_faults;
+	v[VT_ODP_PAGES_FAULTED] = (long)c.pages_faulted;
+	v[VT_ODP_PAGES_LINKED] = (long)c.pages_linked;
+	v[VT_ODP_PAGES_UNLINKED] = (long)c.pages_unlinked;
+	v[VT_ODP_INVALIDATIONS] = (long)c.invalidations;
+	v[VT_ODP_PREFETCH_REQUESTS] = (long)c.prefetch_requests;
+	v[VT_ODP_FAULT_ERRORS] = (long)c.fault_errors;
 	return true;
 }
 
@@ -279,29 +284,18 @@ struct ibv_context *vt_odp_start(int argc, char **argv, struct vt_options *opt, 
 	exit(tap_done());
 }
 
+/* Whether the device's DMA goes through an IOMMU that translates: libibodp's answer. */
 static bool vt_behind_iommu(struct ibv_context *ctx, const struct vt_options *opt)
 {
-	char path[256], ndev[64] = "", type[32] = "";
-	FILE *f;
+	struct ibodp_dev *dev;
+	char mode[128] = "";
 
-	snprintf(path, sizeof(path), "/sys/class/infiniband/%s/ports/%u/gid_attrs/ndevs/%d",
-		 ibv_get_device_name(ctx->device), opt->port, opt->gid_index);
-	f = fopen(path, "r");
-	if (!f || !fgets(ndev, sizeof(ndev), f)) {
-		if (f)
-			fclose(f);
+	if (ibodp_wrap(ctx, &dev))
 		return false;
-	}
-	fclose(f);
-	ndev[strcspn(ndev, "\n")] = 0;
-	snprintf(path, sizeof(path), "/sys/class/net/%s/device/iommu_group/type", ndev);
-	f = fopen(path, "r");
-	if (!f)
-		return false;
-	if (!fgets(type, sizeof(type), f))
-		type[0] = 0;
-	fclose(f);
-	return !strncmp(type, "DMA", 3);
+	if (ibodp_dma_mode(dev, opt->port, opt->gid_index, mode, sizeof(mode)) < 0)
+		mode[0] = 0;
+	ibodp_close(dev);
+	return !strncmp(mode, "IOMMU strict", 12) || !strncmp(mode, "IOMMU lazy", 10);
 }
 
 static const char *const vt_odp_dma_names[] = {

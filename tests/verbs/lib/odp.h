@@ -48,7 +48,7 @@ bool vt_odp_buf_init(struct vt_odp_buf *b, struct ibv_pd *pd, size_t size, int f
 		     int access);
 void vt_odp_buf_fini(struct vt_odp_buf *b);
 
-/* The ODP hardware counters of rxe, in this order. */
+/* The ODP hardware counters of rxe (struct ibodp_counters's), as an array. */
 enum vt_odp_counter {
 	VT_ODP_PAGE_FAULTS,
 	VT_ODP_PAGES_FAULTED,
