@@ -23,7 +23,7 @@
 #include <sys/mman.h>
 
 #include "pattern.h"
-#include "../verbs/lib/tap.h"
+#include "tap.h"
 
 static int rank, nranks;
 /* When the current check began (rank 0): each result says how long it took. */

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0
 /* Device and port attributes of the soft-RoCE device, as an application sees them. */
-#include "lib/tap.h"
+#include "tap.h"
 #include "verbs.h"
 
 #include <endian.h>

@@ -4,7 +4,7 @@
  * and must still work for a good one afterwards. ODP MRs of terabytes, which any user
  * may ask for, fail with ENOMEM (or register) without a kernel warning.
  */
-#include "lib/tap.h"
+#include "tap.h"
 #include "verbs.h"
 
 #include <errno.h>

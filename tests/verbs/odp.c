@@ -13,7 +13,7 @@
  *  - bad requests: clean errors, no kernel report (the harness checks the log).
  * Without ODP on the device every check is skipped with that reason.
  */
-#include "lib/tap.h"
+#include "tap.h"
 #include "lib/odp.h"
 
 #include <errno.h>

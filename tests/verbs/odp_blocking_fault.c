@@ -16,7 +16,7 @@
  */
 #include "lib/holdfs.h"
 #include "lib/odp.h"
-#include "lib/tap.h"
+#include "tap.h"
 
 #include <errno.h>
 #include <fcntl.h>

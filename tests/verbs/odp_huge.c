@@ -6,7 +6,7 @@
  * is checked. The suite reserves the hugetlb pages; without them those checks skip.
  */
 #include "lib/odp.h"
-#include "lib/tap.h"
+#include "tap.h"
 
 #include <errno.h>
 #include <stdio.h>

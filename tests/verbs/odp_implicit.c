@@ -9,7 +9,7 @@
  * invalidations.
  */
 #include "lib/odp.h"
-#include "lib/tap.h"
+#include "tap.h"
 
 #include <stdlib.h>
 #include <errno.h>

@@ -10,7 +10,7 @@
  * a limit of 64 MiB or more, the limit binds nothing and every check is skipped, saying so.
  */
 #include "lib/odp.h"
-#include "lib/tap.h"
+#include "tap.h"
 
 #include <errno.h>
 #include <stdio.h>

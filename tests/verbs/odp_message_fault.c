@@ -18,7 +18,7 @@
  * first fault (odp_huge tests that), which would change the counts.
  */
 #include "lib/odp.h"
-#include "lib/tap.h"
+#include "tap.h"
 
 #include <errno.h>
 #include <pthread.h>

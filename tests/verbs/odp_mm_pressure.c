@@ -38,7 +38,7 @@
  * About 30 s on distro-mm, 10 s elsewhere.
  */
 #include "lib/odp.h"
-#include "lib/tap.h"
+#include "tap.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -9,7 +9,7 @@
  * their MR, and bad requests.
  */
 #include "lib/odp.h"
-#include "lib/tap.h"
+#include "tap.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -15,7 +15,7 @@
  */
 #include "lib/inject.h"
 #include "lib/odp.h"
-#include "lib/tap.h"
+#include "tap.h"
 
 #include <errno.h>
 #include <fcntl.h>

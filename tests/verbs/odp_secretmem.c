@@ -17,7 +17,7 @@
  */
 #include "lib/odp.h"
 #include "lib/rxe_raw.h"
-#include "lib/tap.h"
+#include "tap.h"
 
 #include <errno.h>
 #include <stdio.h>

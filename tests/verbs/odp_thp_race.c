@@ -20,7 +20,7 @@
  * and the huge zero page stays zero.
  */
 #include "lib/odp.h"
-#include "lib/tap.h"
+#include "tap.h"
 
 #include <errno.h>
 #include <pthread.h>

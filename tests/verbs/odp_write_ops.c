@@ -11,7 +11,7 @@
  */
 #include "lib/odp.h"
 #include "lib/rxe_raw.h"
-#include "lib/tap.h"
+#include "tap.h"
 
 #include <errno.h>
 #include <fcntl.h>

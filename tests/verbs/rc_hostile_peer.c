@@ -14,7 +14,7 @@
  *
  * About 1 s.
  */
-#include "lib/tap.h"
+#include "tap.h"
 #include "verbs.h"
 
 #include <arpa/inet.h>

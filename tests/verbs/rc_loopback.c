@@ -4,7 +4,7 @@
  * WRITE and RDMA READ, each with the data checked byte for byte, including transfers
  * that start and end at unaligned offsets (the bytes around them must stay untouched).
  */
-#include "lib/tap.h"
+#include "tap.h"
 #include "verbs.h"
 
 #include <errno.h>

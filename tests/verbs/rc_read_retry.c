@@ -13,7 +13,7 @@
  * Elsewhere the rounds rely on the pauses that happen, and go on until some did.
  */
 #include "lib/odp.h"
-#include "lib/tap.h"
+#include "tap.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -6,7 +6,7 @@
  * prefetch through the kernel's ADVISE_MR when the provider lacks it, counters and
  * their deltas, and the DMA mode. Transfers check their data; counters prove faults.
  */
-#include "check.h"
+#include "tap.h"
 #include "ibodp.h"
 #include "verbs.h"
 
@@ -49,16 +49,16 @@ static void test_open(struct ibodp_dev **devp)
 	int ret;
 
 	ret = ibodp_open(NULL, &dev);
-	if (!check(!ret, "open the first ODP device: %s", ret ? ibodp_errmsg() : ibodp_name(dev)))
-		exit(checks_done());
+	if (!tap_ok(!ret, "open the first ODP device: %s", ret ? ibodp_errmsg() : ibodp_name(dev)))
+		exit(tap_done());
 	*devp = dev;
 	if (opt.dev)
-		check(!strcmp(ibodp_name(dev), opt.dev), "it is %s", opt.dev);
+		tap_ok(!strcmp(ibodp_name(dev), opt.dev), "it is %s", opt.dev);
 	ret = ibodp_open(ibodp_name(dev), &dev);
-	check(!ret, "open %s by name", ibodp_name(*devp));
+	tap_ok(!ret, "open %s by name", ibodp_name(*devp));
 	ibodp_close(dev);
 	ret = ibodp_open("mlx5_99", &dev);
-	check(ret == -ENODEV && strstr(ibodp_errmsg(), ibodp_name(*devp)),
+	tap_ok(ret == -ENODEV && strstr(ibodp_errmsg(), ibodp_name(*devp)),
 	      "open a device that is not there: ENODEV, naming those there are (\"%s\")",
 	      ibodp_errmsg());
 }
@@ -72,11 +72,11 @@ static void test_caps(struct ibodp_dev *dev)
 	ibv_query_device_ex(ibodp_context(dev), NULL, &attr);
 	ibodp_query_caps(dev, &caps);
 	ibodp_caps_str(&caps, text, sizeof(text));
-	check(caps.explicit_odp && caps.rc == attr.odp_caps.per_transport_caps.rc_odp_caps &&
+	tap_ok(caps.explicit_odp && caps.rc == attr.odp_caps.per_transport_caps.rc_odp_caps &&
 	      caps.ud == attr.odp_caps.per_transport_caps.ud_odp_caps &&
 	      caps.implicit_odp == !!(attr.odp_caps.general_caps & IBV_ODP_SUPPORT_IMPLICIT),
 	      "caps agree with ibv_query_device_ex: %s", text);
-	check(strstr(text, "RC: SEND RECV WRITE READ ATOMIC") != NULL,
+	tap_ok(strstr(text, "RC: SEND RECV WRITE READ ATOMIC") != NULL,
 	      "RC supports SEND, RECV, WRITE, READ and ATOMIC on ODP");
 }
 
@@ -89,38 +89,38 @@ static void test_kinds(struct ibodp_dev *dev, struct vt_loopback *lb)
 
 	if (ibodp_reg_mr(dev, lb->pd, a, size, ACCESS, IBODP_PINNED, IBODP_FAIL, &src) ||
 	    ibodp_reg_mr(dev, lb->pd, b, size, ACCESS, IBODP_EXPLICIT, IBODP_FAIL, &dst)) {
-		check(false, "register pinned and explicit ODP MRs: %s", ibodp_errmsg());
+		tap_ok(false, "register pinned and explicit ODP MRs: %s", ibodp_errmsg());
 		return;
 	}
-	check(src->kind == IBODP_PINNED && dst->kind == IBODP_EXPLICIT && !dst->fell_back,
+	tap_ok(src->kind == IBODP_PINNED && dst->kind == IBODP_EXPLICIT && !dst->fell_back,
 	      "pinned and explicit ODP MRs registered as asked");
 	ret = no_counters ? 0 : ibodp_read_counters(dev, opt.port, &before);
-	check(!ret && write_ok(lb, a, src, b, dst, size, 1),
+	tap_ok(!ret && write_ok(lb, a, src, b, dst, size, 1),
 	      "RDMA WRITE into the untouched ODP MR: data right");
 	if (no_counters) {
-		skip(no_counters, "counters: faults and pages of the WRITE");
+		tap_skip(no_counters, "counters: faults and pages of the WRITE");
 	} else {
 		ret = ibodp_read_counters(dev, opt.port, &after);
 		ibodp_counters_delta(&before, &after, &d);
-		check(!ret && d.page_faults >= 1 && d.pages_faulted == NPAGES,
+		tap_ok(!ret && d.page_faults >= 1 && d.pages_faulted == NPAGES,
 		      "counters: %llu faults brought in %llu pages (want %d)%s%s",
 		      (unsigned long long)d.page_faults, (unsigned long long)d.pages_faulted,
 		      NPAGES, ret ? ": " : "", ret ? ibodp_errmsg() : "");
 	}
 
 	if (no_implicit) {
-		skip(no_implicit, "implicit ODP MR");
-		skip(no_implicit, "RDMA WRITE through the implicit MR's rkey");
-		skip(no_implicit, "implicit MR deregistered");
+		tap_skip(no_implicit, "implicit ODP MR");
+		tap_skip(no_implicit, "RDMA WRITE through the implicit MR's rkey");
+		tap_skip(no_implicit, "implicit MR deregistered");
 		goto out;
 	}
 	ret = ibodp_reg_mr(dev, lb->pd, NULL, SIZE_MAX, ACCESS, IBODP_IMPLICIT, IBODP_FAIL, &imr);
-	check(!ret && imr->kind == IBODP_IMPLICIT, "implicit ODP MR: %s",
+	tap_ok(!ret && imr->kind == IBODP_IMPLICIT, "implicit ODP MR: %s",
 	      ret ? ibodp_errmsg() : "registered");
 	if (!ret) {
-		check(write_ok(lb, a, src, b + 100, imr, size - 100, 2),
+		tap_ok(write_ok(lb, a, src, b + 100, imr, size - 100, 2),
 		      "RDMA WRITE through the implicit MR's rkey: data right");
-		check(!ibodp_dereg_mr(imr), "implicit MR deregistered");
+		tap_ok(!ibodp_dereg_mr(imr), "implicit MR deregistered");
 	}
 out:
 	ibodp_dereg_mr(dst);
@@ -138,34 +138,34 @@ static void test_prefetch(struct ibodp_dev *dev, struct vt_loopback *lb)
 	int ret;
 
 	if (ibodp_reg_mr(dev, lb->pd, p, size, ACCESS, IBODP_EXPLICIT, IBODP_FAIL, &mr)) {
-		check(false, "register for prefetch: %s", ibodp_errmsg());
+		tap_ok(false, "register for prefetch: %s", ibodp_errmsg());
 		return;
 	}
 	memset(&d, 0, sizeof(d));
 	if (!no_counters && ibodp_read_counters(dev, opt.port, &before)) {
-		check(false, "counters before the prefetch: %s", ibodp_errmsg());
+		tap_ok(false, "counters before the prefetch: %s", ibodp_errmsg());
 		goto out;
 	}
 	ret = ibodp_prefetch(mr, p, size, IBODP_PREFETCH_WRITE | IBODP_PREFETCH_SYNC, &direct);
-	check(!ret, "sync PREFETCH_WRITE (%s): %s",
+	tap_ok(!ret, "sync PREFETCH_WRITE (%s): %s",
 	      direct ? "kernel ADVISE_MR directly" : "through the provider",
 	      ret ? ibodp_errmsg() : "ok");
 	if (no_counters) {
-		skip(no_counters, "the prefetch's counters");
+		tap_skip(no_counters, "the prefetch's counters");
 	} else {
 		ret = ibodp_read_counters(dev, opt.port, &after);
 		ibodp_counters_delta(&before, &after, &d);
-		check(!ret && d.prefetch_requests == 1 && d.pages_faulted == NPAGES,
+		tap_ok(!ret && d.prefetch_requests == 1 && d.pages_faulted == NPAGES,
 		      "counters: %llu prefetch request, %llu pages faulted (want 1, %d)",
 		      (unsigned long long)d.prefetch_requests,
 		      (unsigned long long)d.pages_faulted, NPAGES);
 	}
 	ret = ibodp_prefetch(mr, p + size / 2, size, 0, NULL);
-	check(ret == -EINVAL && strstr(ibodp_errmsg(), "outside the MR"),
+	tap_ok(ret == -EINVAL && strstr(ibodp_errmsg(), "outside the MR"),
 	      "prefetch past the MR refused: \"%s\"", ibodp_errmsg());
 	munmap(p + page_size, page_size);
 	ret = ibodp_prefetch(mr, p, 2 * page_size, IBODP_PREFETCH_SYNC, NULL);
-	check(ret == -EFAULT && strstr(ibodp_errmsg(), "not mapped"),
+	tap_ok(ret == -EFAULT && strstr(ibodp_errmsg(), "not mapped"),
 	      "sync prefetch over a hole: EFAULT, \"%s\"", ibodp_errmsg());
 out:
 	ibodp_dereg_mr(mr);
@@ -230,54 +230,54 @@ static void test_mr_counters(struct ibodp_dev *dev, struct vt_loopback *lb)
 	if (ibodp_reg_mr(dev, lb->pd, a, size, ACCESS, IBODP_PINNED, IBODP_FAIL, &src) ||
 	    ibodp_reg_mr(dev, lb->pd, b, size, ACCESS, IBODP_EXPLICIT, IBODP_FAIL, &mr) ||
 	    ibodp_reg_mr(dev, lb->pd, o, 2 * size, ACCESS, IBODP_EXPLICIT, IBODP_FAIL, &other)) {
-		check(false, "register MRs for their counters: %s", ibodp_errmsg());
+		tap_ok(false, "register MRs for their counters: %s", ibodp_errmsg());
 		goto out;
 	}
 	ret = ibodp_mr_read_counters(mr, &c);
 	if (ret == -EOPNOTSUPP) {
-		skip("the kernel's rxe counts no ODP per MR", "MR counters: %s", ibodp_errmsg());
+		tap_skip("the kernel's rxe counts no ODP per MR", "MR counters: %s", ibodp_errmsg());
 		goto out;
 	}
-	check(!ret && mr_counters_are(&c, 0, 0, 0),
+	tap_ok(!ret && mr_counters_are(&c, 0, 0, 0),
 	      "a new ODP MR's counters: %llu faulted, %llu invalidated, %llu prefetched (want 0s)%s%s",
 	      MRC(c), ret ? ": " : "", ret ? ibodp_errmsg() : "");
 
 	ret = write_ok(lb, a, src, b, mr, size, 11) ? ibodp_mr_read_counters(mr, &c) : -EIO;
-	check(!ret && mr_counters_are(&c, NPAGES, 0, 0),
+	tap_ok(!ret && mr_counters_are(&c, NPAGES, 0, 0),
 	      "after an RDMA WRITE of all of it: %llu, %llu, %llu (want %d, 0, 0)", MRC(c), NPAGES);
 
 	madvise(b, size / 2, MADV_DONTNEED);
 	ret = ibodp_mr_read_counters(mr, &c);
-	check(!ret && mr_counters_are(&c, NPAGES, NPAGES / 2, 0),
+	tap_ok(!ret && mr_counters_are(&c, NPAGES, NPAGES / 2, 0),
 	      "after MADV_DONTNEED of half: %llu, %llu, %llu (want %d, %d, 0)", MRC(c), NPAGES,
 	      NPAGES / 2);
 
 	ret = ibodp_prefetch(mr, b, size, IBODP_PREFETCH_WRITE | IBODP_PREFETCH_SYNC, NULL);
 	if (!ret)
 		ret = ibodp_mr_read_counters(mr, &c);
-	check(!ret && mr_counters_are(&c, NPAGES, NPAGES / 2, NPAGES / 2),
+	tap_ok(!ret && mr_counters_are(&c, NPAGES, NPAGES / 2, NPAGES / 2),
 	      "after a prefetch of all of it: %llu, %llu, %llu (want %d, %d, %d)", MRC(c), NPAGES,
 	      NPAGES / 2, NPAGES / 2);
 
 	ret = write_ok(lb, a, src, o + size, other, size, 12) ? ibodp_mr_read_counters(mr, &c) : -EIO;
 	if (!ret)
 		ret = ibodp_mr_read_counters(other, &pc);
-	check(!ret && mr_counters_are(&c, NPAGES, NPAGES / 2, NPAGES / 2) &&
+	tap_ok(!ret && mr_counters_are(&c, NPAGES, NPAGES / 2, NPAGES / 2) &&
 	      mr_counters_are(&pc, NPAGES, 0, 0),
 	      "a WRITE into half of another ODP MR counts there only: %llu, %llu, %llu there, "
 	      "%llu, %llu, %llu here", MRC(pc), MRC(c));
 
-	check(rdma_tool_shows(&c, tool, sizeof(tool)),
+	tap_ok(rdma_tool_shows(&c, tool, sizeof(tool)),
 	      "rdma statistic show mr lists the MR with page_faults %llu page_invalidations "
 	      "%llu page_prefetch %llu: %s", MRC(c), tool);
 
 	ret = ibodp_mr_read_counters(src, &pc);
-	check(!ret && mr_counters_are(&pc, 0, 0, 0), "a pinned MR's counters: %llu, %llu, %llu",
+	tap_ok(!ret && mr_counters_are(&pc, 0, 0, 0), "a pinned MR's counters: %llu, %llu, %llu",
 	      MRC(pc));
 
 	ret = ibodp_mr_read_counters_sized(mr, (struct ibodp_mr_counters *)old,
 					   2 * sizeof(uint64_t));
-	check(!ret && old[0] == NPAGES && old[1] == NPAGES / 2 && old[2] == 7,
+	tap_ok(!ret && old[0] == NPAGES && old[1] == NPAGES / 2 && old[2] == 7,
 	      "a struct of two counters gets two: %llu, %llu, and %llu left alone",
 	      (unsigned long long)old[0], (unsigned long long)old[1], (unsigned long long)old[2]);
 out:
@@ -305,11 +305,11 @@ static void test_advise_many_sges(struct ibodp_dev *dev, struct vt_loopback *lb)
 	int i, ret;
 
 	if (!p || !sge) {
-		check(false, "memory for %d SGEs", MANY_SGES);
+		tap_ok(false, "memory for %d SGEs", MANY_SGES);
 		goto out;
 	}
 	if (ibodp_reg_mr(dev, lb->pd, p, len, ACCESS, IBODP_EXPLICIT, IBODP_FAIL, &mr)) {
-		check(false, "register %zu bytes for %d SGEs: %s", len, MANY_SGES, ibodp_errmsg());
+		tap_ok(false, "register %zu bytes for %d SGEs: %s", len, MANY_SGES, ibodp_errmsg());
 		goto out;
 	}
 	for (i = 0; i < MANY_SGES; i++) {
@@ -318,18 +318,18 @@ static void test_advise_many_sges(struct ibodp_dev *dev, struct vt_loopback *lb)
 		sge[i].lkey = mr->mr->lkey;
 	}
 	if (!no_counters && ibodp_read_counters(dev, opt.port, &before)) {
-		check(false, "counters before the advice: %s", ibodp_errmsg());
+		tap_ok(false, "counters before the advice: %s", ibodp_errmsg());
 		goto out;
 	}
 	ret = ibodp_advise_mr(dev, lb->pd, IBV_ADVISE_MR_ADVICE_PREFETCH_WRITE,
 			      IBV_ADVISE_MR_FLAG_FLUSH, sge, MANY_SGES, NULL);
-	check(!ret, "sync PREFETCH_WRITE of %d SGEs: %s", MANY_SGES, ret ? ibodp_errmsg() : "ok");
+	tap_ok(!ret, "sync PREFETCH_WRITE of %d SGEs: %s", MANY_SGES, ret ? ibodp_errmsg() : "ok");
 	if (no_counters) {
-		skip(no_counters, "the counters of an advice of %d SGEs", MANY_SGES);
+		tap_skip(no_counters, "the counters of an advice of %d SGEs", MANY_SGES);
 	} else {
 		ret = ibodp_read_counters(dev, opt.port, &after);
 		ibodp_counters_delta(&before, &after, &d);
-		check(!ret && d.prefetch_requests == 2 && d.pages_faulted == MANY_SGES,
+		tap_ok(!ret && d.prefetch_requests == 2 && d.pages_faulted == MANY_SGES,
 		      "%d SGEs: %llu prefetch requests, %llu pages faulted (want 2, %d)", MANY_SGES,
 		      (unsigned long long)d.prefetch_requests,
 		      (unsigned long long)d.pages_faulted, MANY_SGES);
@@ -385,18 +385,18 @@ static void test_threads(struct vt_loopback *lb, const char *name)
 
 	/* A fresh device: the threads race for the first direct ADVISE_MR too. */
 	if (ibodp_open(name, &dev)) {
-		check(false, "open %s again: %s", name, ibodp_errmsg());
+		tap_ok(false, "open %s again: %s", name, ibodp_errmsg());
 		return;
 	}
 	pd = ibv_alloc_pd(ibodp_context(dev));
 	if (!pd) {
-		check(false, "a PD on %s: %s", name, strerror(errno));
+		tap_ok(false, "a PD on %s: %s", name, strerror(errno));
 		ibodp_close(dev);
 		return;
 	}
 	/* One rule for PDs, as ibodp_advise_mr() has: any context of the same device. */
 	ret = ibodp_reg_mr(dev, lb->pd, lb, 64, ACCESS, IBODP_PINNED, IBODP_FAIL, &mr);
-	check(!ret, "a PD of another context of the same device is accepted: %s",
+	tap_ok(!ret, "a PD of another context of the same device is accepted: %s",
 	      ret ? ibodp_errmsg() : "ok");
 	if (!ret)
 		ibodp_dereg_mr(mr);
@@ -410,7 +410,7 @@ static void test_threads(struct vt_loopback *lb, const char *name)
 		if (args[i].failures && !*msg)
 			msg = args[i].msg;
 	}
-	check(!failures, "4 threads x 20 register + sync prefetch + counters + deregister on one device: %d failed%s%s",
+	tap_ok(!failures, "4 threads x 20 register + sync prefetch + counters + deregister on one device: %d failed%s%s",
 	      failures, failures ? ", e.g. " : "", msg);
 	ibv_dealloc_pd(pd);
 	ibodp_close(dev);
@@ -428,36 +428,36 @@ static void test_fallback(const char *name)
 
 	setenv("IBODP_NO_ODP", "1", 1);
 	ret = ibodp_open(NULL, &dev);
-	check(ret == -ENODEV && strstr(ibodp_errmsg(), "IBODP_NO_ODP is set"),
+	tap_ok(ret == -ENODEV && strstr(ibodp_errmsg(), "IBODP_NO_ODP is set"),
 	      "no ODP anywhere: opening the first ODP device fails (\"%s\")", ibodp_errmsg());
 	ret = ibodp_open_ex(NULL, IBODP_OPEN_ANY, &dev);
-	check(!ret && !strcmp(ibodp_name(dev), name) && strstr(ibodp_errmsg(), "without it"),
+	tap_ok(!ret && !strcmp(ibodp_name(dev), name) && strstr(ibodp_errmsg(), "without it"),
 	      "no ODP anywhere, IBODP_OPEN_ANY: the first device all the same (\"%s\")",
 	      ibodp_errmsg());
 	if (!ret)
 		ibodp_close(dev);
 	if (ibodp_open(name, &dev)) {
-		check(false, "open %s by name: %s", name, ibodp_errmsg());
+		tap_ok(false, "open %s by name: %s", name, ibodp_errmsg());
 		return;
 	}
 	if (vt_loopback_create(lb, ibodp_context(dev), &opt)) {
-		check(false, "a connected QP pair on the device without ODP");
+		tap_ok(false, "a connected QP pair on the device without ODP");
 		ibodp_close(dev);
 		return;
 	}
 	ibodp_query_caps(dev, &caps);
-	check(!caps.explicit_odp, "the device shows no ODP");
+	tap_ok(!caps.explicit_odp, "the device shows no ODP");
 	ret = ibodp_reg_mr(dev, lb->pd, b, size, ACCESS, IBODP_EXPLICIT, IBODP_FAIL, &dst);
-	check(ret == -EOPNOTSUPP && strstr(ibodp_errmsg(), "IBODP_NO_ODP"),
+	tap_ok(ret == -EOPNOTSUPP && strstr(ibodp_errmsg(), "IBODP_NO_ODP"),
 	      "explicit ODP with IBODP_FAIL: EOPNOTSUPP (\"%s\")", ibodp_errmsg());
 	ret = ibodp_reg_mr(dev, lb->pd, b, size, ACCESS, IBODP_EXPLICIT, IBODP_FALLBACK_PINNED,
 			   &dst);
-	check(!ret && dst->fell_back && dst->kind == IBODP_PINNED &&
+	tap_ok(!ret && dst->fell_back && dst->kind == IBODP_PINNED &&
 	      strstr(ibodp_errmsg(), "pinned instead"),
 	      "explicit ODP with IBODP_FALLBACK_PINNED: pinned, and said (\"%s\")", ibodp_errmsg());
 	if (!ret && !ibodp_reg_mr(dev, lb->pd, a, size, ACCESS, IBODP_PINNED, IBODP_FAIL, &src)) {
-		check(write_ok(lb, a, src, b, dst, size, 3), "the fallback MR carries data");
-		check(ibodp_prefetch(dst, b, size, IBODP_PREFETCH_SYNC, NULL) == 0,
+		tap_ok(write_ok(lb, a, src, b, dst, size, 3), "the fallback MR carries data");
+		tap_ok(ibodp_prefetch(dst, b, size, IBODP_PREFETCH_SYNC, NULL) == 0,
 		      "prefetch of the fallback MR: nothing to do, success");
 		ibodp_dereg_mr(src);
 	}
@@ -469,7 +469,7 @@ static void test_fallback(const char *name)
 	ret = ibodp_open_ex(NULL, IBODP_OPEN_ANY, &dev);
 	if (!ret)
 		ibodp_query_caps(dev, &caps);
-	check(!ret && caps.explicit_odp, "IBODP_OPEN_ANY with ODP there: the ODP device (%s)",
+	tap_ok(!ret && caps.explicit_odp, "IBODP_OPEN_ANY with ODP there: the ODP device (%s)",
 	      ret ? ibodp_errmsg() : ibodp_name(dev));
 	if (!ret)
 		ibodp_close(dev);
@@ -499,11 +499,11 @@ static void test_wrap(const char *name, struct ibodp_dev *lib_dev)
 	if (list)
 		ibv_free_device_list(list);
 	if (!ctx) {
-		check(false, "the application opens %s itself: %s", name, strerror(errno));
+		tap_ok(false, "the application opens %s itself: %s", name, strerror(errno));
 		return;
 	}
 	ret = ibodp_wrap(ctx, &dev);
-	check(!ret && ibodp_context(dev) == ctx && !strcmp(ibodp_name(dev), name),
+	tap_ok(!ret && ibodp_context(dev) == ctx && !strcmp(ibodp_name(dev), name),
 	      "ibodp_wrap() of the application's context: %s", ret ? ibodp_errmsg() : "ok");
 	if (ret) {
 		ibv_close_device(ctx);
@@ -515,20 +515,20 @@ static void test_wrap(const char *name, struct ibodp_dev *lib_dev)
 			-ENOMEM;
 	if (!ret)
 		ret = ibodp_prefetch(mr, p, size, IBODP_PREFETCH_WRITE | IBODP_PREFETCH_SYNC, NULL);
-	check(!ret, "an ODP MR of the application's PD, prefetched: %s",
+	tap_ok(!ret, "an ODP MR of the application's PD, prefetched: %s",
 	      ret ? ibodp_errmsg() : "ok");
 	ibodp_dereg_mr(mr);
 	/* One rule: a PD of the same device from another context is accepted too. */
 	mr = NULL;
 	ret = p ? ibodp_reg_mr(lib_dev, pd, p, size, ACCESS, IBODP_EXPLICIT, IBODP_FAIL, &mr) :
 		  -ENOMEM;
-	check(!ret, "the library's own device accepts the application's PD: %s",
+	tap_ok(!ret, "the library's own device accepts the application's PD: %s",
 	      ret ? ibodp_errmsg() : "ok");
 	ibodp_dereg_mr(mr);
 	ibodp_close(dev);
-	check(ibv_query_device(ctx, &attr) == 0 && pd && ibv_dealloc_pd(pd) == 0,
+	tap_ok(ibv_query_device(ctx, &attr) == 0 && pd && ibv_dealloc_pd(pd) == 0,
 	      "after ibodp_close() the application's context is still open and usable");
-	check(ibv_close_device(ctx) == 0, "and its owner closes it");
+	tap_ok(ibv_close_device(ctx) == 0, "and its owner closes it");
 	if (p)
 		munmap(p, size);
 }
@@ -545,7 +545,7 @@ static void test_dma_mode(struct ibodp_dev *dev)
 
 	ret = ibodp_dma_mode(dev, opt.port, opt.gid_index, mode, sizeof(mode));
 	if (!group || !*group) {
-		check(ret > 0 && (!strncmp(mode, "no IOMMU", 8) || !strncmp(mode, "IOMMU ", 6) ||
+		tap_ok(ret > 0 && (!strncmp(mode, "no IOMMU", 8) || !strncmp(mode, "IOMMU ", 6) ||
 				  !strncmp(mode, "no DMA device", 13)),
 		      "DMA mode: %s (no profile to compare with)", ret > 0 ? mode : ibodp_errmsg());
 		return;
@@ -558,7 +558,7 @@ static void test_dma_mode(struct ibodp_dev *dev)
 		want = "IOMMU lazy (DMA-FQ";
 	else
 		want = group;
-	check(ret > 0 && !strncmp(mode, want, strlen(want)), "DMA mode: %s (the profile wants %s...)",
+	tap_ok(ret > 0 && !strncmp(mode, want, strlen(want)), "DMA mode: %s (the profile wants %s...)",
 	      ret > 0 ? mode : ibodp_errmsg(), want);
 }
 
@@ -576,7 +576,7 @@ static void probe_features(struct ibodp_dev *dev)
 	if (ret == -EOPNOTSUPP)
 		no_counters = "the kernel has no rxe ODP counters (hw_counters/page_faults)";
 	else
-		check(!ret, "ODP counters readable: %s", ret ? ibodp_errmsg() : "yes");
+		tap_ok(!ret, "ODP counters readable: %s", ret ? ibodp_errmsg() : "yes");
 	ibodp_query_caps(dev, &caps);
 	if (!caps.implicit_odp)
 		no_implicit = "the device has no implicit ODP (IBV_ODP_SUPPORT_IMPLICIT)";
@@ -597,8 +597,8 @@ int main(int argc, char **argv)
 	test_dma_mode(dev);
 	probe_features(dev);
 	if (vt_loopback_create(&lb, ibodp_context(dev), &opt)) {
-		check(false, "a connected QP pair");
-		return checks_done();
+		tap_ok(false, "a connected QP pair");
+		return tap_done();
 	}
 	test_kinds(dev, &lb);
 	test_prefetch(dev, &lb);
@@ -609,5 +609,5 @@ int main(int argc, char **argv)
 	test_wrap(name, dev);
 	vt_loopback_destroy(&lb);
 	ibodp_close(dev);
-	return checks_done();
+	return tap_done();
 }

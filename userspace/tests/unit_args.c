@@ -4,7 +4,7 @@
  * message that says what to change, before anything reaches a device; a device that
  * is not there is ENODEV with the devices that are; messages are per thread.
  */
-#include "check.h"
+#include "tap.h"
 #include "internal.h"
 
 #include <errno.h>
@@ -18,7 +18,7 @@ static struct ibv_pd *fake_pd = (struct ibv_pd *)0x2000;
 
 static void expect(int ret, int err, const char *msg_part, const char *what)
 {
-	check(ret == -err && strstr(ibodp_errmsg(), msg_part), "%s: %s (\"%s\")", what,
+	tap_ok(ret == -err && strstr(ibodp_errmsg(), msg_part), "%s: %s (\"%s\")", what,
 	      ret == -err ? "refused as expected" : strerror(-ret), ibodp_errmsg());
 }
 
@@ -31,7 +31,7 @@ static void test_reg_args(void)
 			    NULL), EINVAL, "mr is NULL", "reg without a place for the MR");
 	expect(ibodp_reg_mr(NULL, fake_pd, buf, sizeof(buf), 0, IBODP_EXPLICIT, IBODP_FAIL, &mr),
 	       EINVAL, "dev is NULL", "reg without a device");
-	check(mr == NULL, "a failed reg leaves *mr NULL");
+	tap_ok(mr == NULL, "a failed reg leaves *mr NULL");
 	expect(ibodp_reg_mr(fake_dev, NULL, buf, sizeof(buf), 0, IBODP_EXPLICIT, IBODP_FAIL, &mr),
 	       EINVAL, "pd is NULL", "reg without a PD");
 	expect(ibodp_reg_mr(fake_dev, fake_pd, buf, sizeof(buf), 0, (enum ibodp_kind)7,
@@ -64,7 +64,7 @@ static void test_prefetch_args(void)
 
 	expect(ibodp_prefetch(NULL, buf, 1, 0, &direct), EINVAL, "mr is NULL",
 	       "prefetch without an MR");
-	check(!direct, "a refused prefetch says it did not go to the kernel directly");
+	tap_ok(!direct, "a refused prefetch says it did not go to the kernel directly");
 	expect(ibodp_prefetch(&mr, mr.addr, 1, 1u << 5, NULL), EINVAL, "unknown flags 0x20",
 	       "prefetch with unknown flags");
 	expect(ibodp_prefetch(&mr, mr.addr, 1, IBODP_PREFETCH_WRITE | IBODP_PREFETCH_NO_FAULT,
@@ -74,13 +74,13 @@ static void test_prefetch_args(void)
 	       "prefetch past the end of the MR");
 	expect(ibodp_prefetch(&mr, buf + 4000, 200, 0, NULL), EINVAL, "outside the MR",
 	       "prefetch before the MR");
-	check(ibodp_prefetch(&mr, mr.addr, 0, 0, NULL) == 0, "prefetch of 0 bytes: nothing to do");
+	tap_ok(ibodp_prefetch(&mr, mr.addr, 0, 0, NULL) == 0, "prefetch of 0 bytes: nothing to do");
 	expect(ibodp_advise_mr(NULL, fake_pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, NULL, 0, &direct),
 	       EINVAL, "dev is NULL",
 	       "advise without a device");
 	expect(ibodp_advise_mr(fake_dev, fake_pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, NULL, 0, NULL),
 	       EINVAL, "no SGE", "advise on no SGE");
-	check(ibodp_prefetch(&pinned, pinned.addr, 2048, IBODP_PREFETCH_SYNC, NULL) == 0,
+	tap_ok(ibodp_prefetch(&pinned, pinned.addr, 2048, IBODP_PREFETCH_SYNC, NULL) == 0,
 	      "prefetch of a pinned MR: nothing to do");
 	expect(ibodp_prefetch(&implicit, (void *)(UINTPTR_MAX - 4095), 8192, 0, NULL), EINVAL,
 	       "wraps around", "implicit prefetch past the end of the address space");
@@ -119,7 +119,7 @@ static void test_fail_never_zero(void)
 {
 	int ret = ibodp_fail(0, "a failure with no errno");
 
-	check(ret < 0 && strstr(ibodp_errmsg(), "a failure with no errno"),
+	tap_ok(ret < 0 && strstr(ibodp_errmsg(), "a failure with no errno"),
 	      "ibodp_fail(0, ...) returns %d, not success (\"%s\")", ret, ibodp_errmsg());
 }
 
@@ -134,16 +134,16 @@ static void test_open(void)
 	expect(ibodp_wrap((struct ibv_context *)0x4000, NULL), EINVAL, "devp is NULL",
 	       "wrap without a place");
 	ret = ibodp_wrap(NULL, &dev);
-	check(ret == -EINVAL && dev == NULL && strstr(ibodp_errmsg(), "ctx is NULL"),
+	tap_ok(ret == -EINVAL && dev == NULL && strstr(ibodp_errmsg(), "ctx is NULL"),
 	      "wrap of no context: EINVAL, *dev NULL (\"%s\")", ibodp_errmsg());
 	dev = (struct ibodp_dev *)1;
 	ret = ibodp_open("no-such-device0", &dev);
-	check(ret == -ENODEV && dev == NULL && strstr(ibodp_errmsg(), "no-such-device0"),
+	tap_ok(ret == -ENODEV && dev == NULL && strstr(ibodp_errmsg(), "no-such-device0"),
 	      "open of a device that is not there: ENODEV (\"%s\")", ibodp_errmsg());
-	check(ibodp_context(NULL) == NULL && ibodp_name(NULL) == NULL,
+	tap_ok(ibodp_context(NULL) == NULL && ibodp_name(NULL) == NULL,
 	      "context and name of no device are NULL");
 	ibodp_close(NULL);
-	check(ibodp_dereg_mr(NULL) == 0, "close and dereg of nothing are no-ops");
+	tap_ok(ibodp_dereg_mr(NULL) == 0, "close and dereg of nothing are no-ops");
 }
 
 static void *other_thread(void *arg)
@@ -160,7 +160,7 @@ static void test_errmsg_per_thread(void)
 	ibodp_fail(EPERM, "the main thread's failure");
 	pthread_create(&t, NULL, other_thread, NULL);
 	pthread_join(t, NULL);
-	check(!strcmp(ibodp_errmsg(), "the main thread's failure: Operation not permitted"),
+	tap_ok(!strcmp(ibodp_errmsg(), "the main thread's failure: Operation not permitted"),
 	      "messages are per thread: \"%s\"", ibodp_errmsg());
 }
 
@@ -172,5 +172,5 @@ int main(void)
 	test_fail_never_zero();
 	test_open();
 	test_errmsg_per_thread();
-	return checks_done();
+	return tap_done();
 }

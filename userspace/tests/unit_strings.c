@@ -4,7 +4,7 @@
  * buffers too small), counter deltas, and the caps of a device as the library reads
  * them from its attributes (with IBODP_NO_ODP honoured).
  */
-#include "check.h"
+#include "tap.h"
 #include "internal.h"
 
 #include <errno.h>
@@ -22,18 +22,18 @@ static void test_caps_str(void)
 	int n;
 
 	n = ibodp_caps_str(&caps, buf, sizeof(buf));
-	check(n == (int)strlen(want) && !strcmp(buf, want), "caps as text: \"%s\"", buf);
+	tap_ok(n == (int)strlen(want) && !strcmp(buf, want), "caps as text: \"%s\"", buf);
 	n = ibodp_caps_str(&caps, small, sizeof(small));
-	check(n == (int)strlen(want) && !strcmp(small, "explicit "),
+	tap_ok(n == (int)strlen(want) && !strcmp(small, "explicit "),
 	      "caps into a 10-byte buffer: truncated to \"%s\", full length %d", small, n);
-	check(ibodp_caps_str(&caps, NULL, 0) == (int)strlen(want),
+	tap_ok(ibodp_caps_str(&caps, NULL, 0) == (int)strlen(want),
 	      "caps length asked with no buffer");
 	memset(&caps, 0, sizeof(caps));
 	ibodp_caps_str(&caps, buf, sizeof(buf));
-	check(!strcmp(buf, "no ODP"), "no caps: \"%s\"", buf);
-	check(ibodp_caps_str(NULL, buf, sizeof(buf)) == -EINVAL &&
+	tap_ok(!strcmp(buf, "no ODP"), "no caps: \"%s\"", buf);
+	tap_ok(ibodp_caps_str(NULL, buf, sizeof(buf)) == -EINVAL &&
 	      strstr(ibodp_errmsg(), "caps is NULL"), "NULL caps: EINVAL, \"%s\"", ibodp_errmsg());
-	check(ibodp_caps_str_sized(&caps, 4, buf, sizeof(buf)) == -EINVAL,
+	tap_ok(ibodp_caps_str_sized(&caps, 4, buf, sizeof(buf)) == -EINVAL,
 	      "caps of a struct smaller than any version's: EINVAL");
 }
 
@@ -44,13 +44,13 @@ static void test_counters(void)
 	char buf[256];
 
 	ibodp_counters_delta(&a, &b, &d);
-	check(d.page_faults == 1 && d.pages_faulted == 16 && d.pages_linked == 16 &&
+	tap_ok(d.page_faults == 1 && d.pages_faulted == 16 && d.pages_linked == 16 &&
 	      d.pages_unlinked == 0 && d.invalidations == 2 && d.prefetch_requests == 1 &&
 	      d.fault_errors == 0 && d.fault_retries == 3, "counter deltas, field by field");
 	ibodp_counters_delta(&a, &b, &b);
-	check(!memcmp(&b, &d, sizeof(d)), "delta into its own 'after' argument");
+	tap_ok(!memcmp(&b, &d, sizeof(d)), "delta into its own 'after' argument");
 	ibodp_counters_str(&d, buf, sizeof(buf));
-	check(!strcmp(buf, "page_faults 1  pages_faulted 16  pages_linked 16  pages_unlinked 0  "
+	tap_ok(!strcmp(buf, "page_faults 1  pages_faulted 16  pages_linked 16  pages_unlinked 0  "
 			   "invalidations 2  prefetch_requests 1  fault_errors 0  fault_retries 3"),
 	      "counters as text: \"%s\"", buf);
 }
@@ -73,21 +73,21 @@ static void test_counters_sizes(void)
 
 	memset(d, 0xa5, sizeof(d));
 	(ibodp_counters_delta)(&a, &b, (struct ibodp_counters *)d);
-	check(((struct ibodp_counters *)d)->fault_errors == 8 && d[old] == 0xa5 &&
+	tap_ok(((struct ibodp_counters *)d)->fault_errors == 8 && d[old] == 0xa5 &&
 	      d[sizeof(d) - 1] == 0xa5,
 	      "the 1.0 delta writes the 1.0 counters only, nothing past them");
 	memset(&big, 0xa5, sizeof(big));
 	ibodp_counters_delta_sized(&a, &b, &big.c, sizeof(big));
-	check(big.c.fault_retries == 8 && big.newer[0] == 0 && big.newer[1] == 0,
+	tap_ok(big.c.fault_retries == 8 && big.newer[0] == 0 && big.newer[1] == 0,
 	      "a newer program's delta: the fields this library does not know are 0");
 	(ibodp_counters_str)(&b, buf, sizeof(buf));
-	check(!strstr(buf, "fault_retries") && strstr(buf, "fault_errors 9"),
+	tap_ok(!strstr(buf, "fault_retries") && strstr(buf, "fault_errors 9"),
 	      "the 1.0 counters as text: 7 of them, \"%s\"", buf);
 	errno = 0;
-	check(ibodp_counters_str_sized(&b, old - 1, buf, sizeof(buf)) == -EINVAL &&
+	tap_ok(ibodp_counters_str_sized(&b, old - 1, buf, sizeof(buf)) == -EINVAL &&
 	      errno == EINVAL && strstr(ibodp_errmsg(), "smaller than any"),
 	      "a struct smaller than 1.0's is refused, errno set too: \"%s\"", ibodp_errmsg());
-	check(ibodp_counters_str_sized(&b, sizeof(b) + 8, buf, sizeof(buf)) > 0 &&
+	tap_ok(ibodp_counters_str_sized(&b, sizeof(b) + 8, buf, sizeof(buf)) > 0 &&
 	      strstr(buf, "fault_retries 9"), "a newer program's counters as text");
 }
 
@@ -102,17 +102,17 @@ static void test_query_caps(void)
 	dev.attr.odp_caps.per_transport_caps.ud_odp_caps = 0x23;
 	dev.attr.xrc_odp_caps = 0x1;
 	ret = ibodp_query_caps(&dev, &caps);
-	check(!ret && caps.explicit_odp && caps.implicit_odp && caps.rc == 0xff &&
+	tap_ok(!ret && caps.explicit_odp && caps.implicit_odp && caps.rc == 0xff &&
 	      caps.ud == 0x23 && caps.uc == 0 && caps.xrc == 1,
 	      "caps read from the device attributes");
 	dev.no_odp = true;
 	ret = ibodp_query_caps(&dev, &caps);
-	check(!ret && !caps.explicit_odp && !caps.implicit_odp && !caps.rc,
+	tap_ok(!ret && !caps.explicit_odp && !caps.implicit_odp && !caps.rc,
 	      "IBODP_NO_ODP: the same device shows no ODP");
 	dev.no_odp = false;
 	dev.attr.odp_caps.general_caps = 0;
 	ret = ibodp_query_caps(&dev, &caps);
-	check(!ret && !caps.explicit_odp && !caps.rc, "no IBV_ODP_SUPPORT: no ODP at all");
+	tap_ok(!ret && !caps.explicit_odp && !caps.rc, "no IBV_ODP_SUPPORT: no ODP at all");
 
 	/* A newer program's longer struct: what this library does not know reads 0. */
 	dev.attr.odp_caps.general_caps = IBV_ODP_SUPPORT;
@@ -121,7 +121,7 @@ static void test_query_caps(void)
 
 		memset(&big, 0xa5, sizeof(big));
 		ret = ibodp_query_caps_sized(&dev, &big.c, sizeof(big));
-		check(!ret && big.c.explicit_odp && big.c.rc == 0xff && big.newer == 0,
+		tap_ok(!ret && big.c.explicit_odp && big.c.rc == 0xff && big.newer == 0,
 		      "caps into a newer program's struct: known fields set, the rest 0");
 	}
 }
@@ -132,5 +132,5 @@ int main(void)
 	test_counters();
 	test_counters_sizes();
 	test_query_caps();
-	return checks_done();
+	return tap_done();
 }

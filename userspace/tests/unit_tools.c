@@ -4,7 +4,7 @@
  * sizes as people write them, and options that are refused with exit status 2 and a
  * message naming the option, checked in a child process.
  */
-#include "check.h"
+#include "tap.h"
 #include "../tools/common.h"
 
 #include <stdint.h>
@@ -25,10 +25,10 @@ static void test_sizes(void)
 	size_t v;
 
 	for (i = 0; i < sizeof(good) / sizeof(good[0]); i++)
-		check(parse_size(good[i].s, &v) && v == good[i].v, "size \"%s\" is %zu", good[i].s,
+		tap_ok(parse_size(good[i].s, &v) && v == good[i].v, "size \"%s\" is %zu", good[i].s,
 		      good[i].v);
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
-		check(!parse_size(bad[i], &v), "size \"%s\" is refused", bad[i]);
+		tap_ok(!parse_size(bad[i], &v), "size \"%s\" is refused", bad[i]);
 }
 
 static double seconds = 10;
@@ -104,14 +104,14 @@ static void test_options(void)
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		status = parse_in_child(cases[i].args, err, sizeof(err));
-		check(status == cases[i].status && strstr(err, cases[i].says),
+		tap_ok(status == cases[i].status && strstr(err, cases[i].says),
 		      "%s %s: exit %d, says \"%s\"", cases[i].args[0],
 		      cases[i].args[1] ? cases[i].args[1] : "", status, cases[i].says);
 	}
 	tool_parse(&tool, 12, (char **)(const char *[]){ "unit-tool", ok_args[0], ok_args[1],
 		ok_args[2], ok_args[3], ok_args[4], ok_args[5], ok_args[6], ok_args[7], ok_args[8],
 		ok_args[9], ok_args[10], NULL });
-	check(seconds == 2.5 && size == 65536 && count == 7 && !strcmp(name, "x.csv") && flag &&
+	tap_ok(seconds == 2.5 && size == 65536 && count == 7 && !strcmp(name, "x.csv") && flag &&
 	      !strcmp(tool.dev.dev, "rxe3") && tool.dev.port == 1 && tool.dev.gid_index == 1,
 	      "good options land in their variables, device options keep their defaults");
 }
@@ -120,5 +120,5 @@ int main(void)
 {
 	test_sizes();
 	test_options();
-	return checks_done();
+	return tap_done();
 }

@@ -16,7 +16,7 @@
  */
 #include "../lib/odp.h"
 #include "pattern.h"
-#include "../lib/tap.h"
+#include "tap.h"
 #include "verbs.h"
 
 #include <errno.h>
