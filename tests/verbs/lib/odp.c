@@ -89,6 +89,21 @@ long vt_read_long(const char *path)
 	return v;
 }
 
+long vt_vmstat(const char *name)
+{
+	FILE *f = fopen("/proc/vmstat", "r");
+	char key[64];
+	long v, found = -1;
+
+	if (!f)
+		return -1;
+	while (found < 0 && fscanf(f, "%63s %ld", key, &v) == 2)
+		if (!strcmp(key, name))
+			found = v;
+	fclose(f);
+	return found;
+}
+
 bool vt_write_str(const char *path, const char *s)
 {
 	FILE *f = fopen(path, "w");

@@ -134,6 +134,8 @@ bool vt_thp_split(void *p, size_t len);
 
 /* A number read from a sysfs file, -1 when it cannot be read. */
 long vt_read_long(const char *path);
+/* The counter NAME of /proc/vmstat, -1 when the kernel has none. */
+long vt_vmstat(const char *name);
 bool vt_write_str(const char *path, const char *s);
 
 /*
