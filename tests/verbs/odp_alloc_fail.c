@@ -49,8 +49,8 @@ struct kind {
 	/* Its folder in debugfs. */
 	const char *dir;
 	const char *config;
-	/* Settings beyond the common ones: name, value; NULL ends them. */
-	const char *extra[6];
+	/* Settings beyond the common ones: name, value; NULL ends them (room for it kept). */
+	const char *extra[8];
 };
 
 static const struct kind kinds[] = {
