@@ -31,10 +31,10 @@
  * A cause must have taken pages away (the MR's invalidations counted) for its check to
  * pass; wrong bytes, failed transfers and ODP fault errors must be 0. Compaction must
  * also have moved pages of the MR to other frames (/proc/self/pagemap), since something
- * else could invalidate them meanwhile. A fault that did not settle because the cause kept changing its pages
- * (KSM does at full speed) is tried again by rxe, not an error: those are reported
- * ("tried again"). After a failed transfer the next cause gets a new QP pair, so that one
- * failure is not counted twice. A cause the kernel lacks is skipped, saying why:
+ * else could invalidate them meanwhile. A fault that did not settle because the cause
+ * kept changing its pages (KSM does at full speed) is tried again by rxe, not an error:
+ * those are reported ("tried again"). After a failed transfer the next cause gets a new
+ * QP pair, so that one failure is not counted twice. A cause the kernel lacks is skipped, saying why:
  * swap-out, the memory cgroup (which would OOM) and compaction need a swap device for
  * pressure, which only distro-mm and debug have (zram); the NUMA causes a second node;
  * KSM its config. THP churn and fork run on every profile.
@@ -213,9 +213,10 @@ static bool compact_setup(void)
 		tap_diag("prefetch of the MR's new pages: %s", strerror(err));
 		return false;
 	}
+	if (!vt_page_frames(odp, BUF_SIZE / page_size, compact_frames))
+		return false;
 	for (k = 0; k < BUF_SIZE / page_size; k++) {
-		compact_frames[k] = vt_page_frame(odp + k * page_size);
-		if (compact_frames[k] <= 0) {
+		if (!compact_frames[k]) {
 			tap_diag("page %lu of the MR: no frame to follow", k);
 			return false;
 		}
@@ -240,18 +241,16 @@ static void compact_teardown(void)
  */
 static bool compact_took(char *msg, size_t len)
 {
+	static long long frames[BUF_SIZE / 4096];
 	long scanned = vt_vmstat("compact_migrate_scanned");
 	unsigned long k, moved = 0;
 
-	for (k = 0; k < BUF_SIZE / page_size; k++) {
-		long long frame = vt_page_frame(odp + k * page_size);
-
-		if (frame < 0) {
-			snprintf(msg, len, "the MR's page frames cannot be read");
-			return false;
-		}
-		moved += frame != compact_frames[k];
+	if (!vt_page_frames(odp, BUF_SIZE / page_size, frames)) {
+		snprintf(msg, len, "the MR's page frames cannot be read");
+		return false;
 	}
+	for (k = 0; k < BUF_SIZE / page_size; k++)
+		moved += frames[k] != compact_frames[k];
 	if (scanned >= 0 && compact_scanned >= 0)
 		snprintf(msg, len, "compaction scanned %ld pages and moved %lu of the MR's %lu",
 			 scanned - compact_scanned, moved, BUF_SIZE / page_size);
@@ -549,8 +548,8 @@ static bool invalidated(long before)
  * Rounds of traffic while @a acts, and the round in flight when it is done (a round
  * need not get through while the kernel keeps taking its pages); the check's verdict.
  */
-static bool run(struct vt_loopback *lb, struct ibv_mr *odp_mr, struct vt_odp_buf *src,
-		struct vt_odp_buf *back, struct actor *a, const char *name)
+static bool run(struct vt_loopback *lb, struct vt_odp_buf *src, struct vt_odp_buf *back,
+		struct actor *a, const char *name)
 {
 	long b[VT_ODP_NCOUNTERS], c[VT_ODP_NCOUNTERS], d[VT_ODP_NCOUNTERS] = { 0 };
 	long retries = vt_hw_counter(ctx, opt.port, "odp_fault_retries");
@@ -698,7 +697,7 @@ int main(int argc, char **argv)
 		}
 		if (causes[i].setup && !causes[i].setup()) {
 			tap_ok(false, "%s: cannot set it up", causes[i].name);
-		} else if (!run(&lb, dst.mr, &src, &back, &one, causes[i].name)) {
+		} else if (!run(&lb, &src, &back, &one, causes[i].name)) {
 			renew(&lb, pd);
 		}
 		if (causes[i].teardown)
@@ -732,7 +731,7 @@ int main(int argc, char **argv)
 
 		all.cgroup = cgroup;
 
-		if (!run(&lb, dst.mr, &src, &back, &all,
+		if (!run(&lb, &src, &back, &all,
 			 cgroup ? "all together, in the memory cgroup" : "all together"))
 			renew(&lb, pd);
 		ksm_stop();

@@ -104,6 +104,7 @@ void vt_parse_options(int argc, char **argv, struct vt_options *opt)
 		[VT_DEVICE_OPTIONS] = { "help", no_argument, NULL, 'h' },
 	};
 	int c, n = 0, first = VT_DEVICE_OPTIONS + 1;
+	const struct vt_extra_option *x;
 
 	memcpy(longopts, vt_device_longopts, sizeof(vt_device_longopts));
 	for (; extra_opts && extra_opts[n].name; n++) {
@@ -123,11 +124,11 @@ void vt_parse_options(int argc, char **argv, struct vt_options *opt)
 			usage(argv[0], 0);
 		if (c < 256 || c >= 256 + n)
 			usage(argv[0], 2);
-		if (extra_opts[c - 256].text)
-			*extra_opts[c - 256].text = optarg;
+		x = &extra_opts[c - 256];
+		if (x->text)
+			*x->text = optarg;
 		else
-			*extra_opts[c - 256].value = vt_parse_number(argv[0], extra_opts[c - 256].name,
-								     optarg, extra_opts[c - 256].max);
+			*x->value = vt_parse_number(argv[0], x->name, optarg, x->max);
 	}
 	if (optind != argc)
 		usage(argv[0], 2);

@@ -142,29 +142,50 @@ bool vt_ksm_stop(void *p, size_t len)
 #define PM_PRESENT	(1ULL << 63)
 #define PM_PFN_MASK	((1ULL << 55) - 1)
 
-long long vt_page_frame(const void *p)
+bool vt_page_frames(const void *p, size_t n, long long *frames)
 {
+	long page = sysconf(_SC_PAGESIZE);
 	int fd = open("/proc/self/pagemap", O_RDONLY);
-	uint64_t entry, index = (uintptr_t)p / sysconf(_SC_PAGESIZE);
-	ssize_t n;
+	off_t at = (off_t)((uintptr_t)p / page * sizeof(uint64_t));
+	uint64_t entry[512];
+	size_t i, k, chunk;
+	ssize_t got;
 
 	if (fd < 0) {
 		tap_diag("open /proc/self/pagemap: %s", strerror(errno));
-		return -1;
+		return false;
 	}
-	n = pread(fd, &entry, sizeof(entry), (off_t)(index * sizeof(entry)));
+	/* A few preads for a whole range, not an open and a read per page. */
+	for (i = 0; i < n; i += chunk) {
+		chunk = n - i < 512 ? n - i : 512;
+		got = pread(fd, entry, chunk * sizeof(entry[0]),
+			    at + (off_t)(i * sizeof(entry[0])));
+		if (got != (ssize_t)(chunk * sizeof(entry[0]))) {
+			tap_diag("reading /proc/self/pagemap: %s", got < 0 ? strerror(errno) : "short");
+			close(fd);
+			return false;
+		}
+		for (k = 0; k < chunk; k++) {
+			if (!(entry[k] & PM_PRESENT)) {
+				frames[i + k] = 0;
+			} else if (!(entry[k] & PM_PFN_MASK)) {
+				tap_diag("/proc/self/pagemap shows no page frames (not root?)");
+				close(fd);
+				return false;
+			} else {
+				frames[i + k] = (long long)(entry[k] & PM_PFN_MASK);
+			}
+		}
+	}
 	close(fd);
-	if (n != sizeof(entry)) {
-		tap_diag("reading /proc/self/pagemap: %s", strerror(errno));
-		return -1;
-	}
-	if (!(entry & PM_PRESENT))
-		return 0;
-	if (!(entry & PM_PFN_MASK)) {
-		tap_diag("/proc/self/pagemap shows no page frames (not root?)");
-		return -1;
-	}
-	return (long long)(entry & PM_PFN_MASK);
+	return true;
+}
+
+long long vt_page_frame(const void *p)
+{
+	long long frame;
+
+	return vt_page_frames(p, 1, &frame) ? frame : -1;
 }
 
 bool vt_thp_split(void *p, size_t len)

@@ -127,6 +127,8 @@ bool vt_ksm_stop(void *p, size_t len);
  * merged by KSM share one. 0 when none is present, -1 (said) when it cannot be read.
  */
 long long vt_page_frame(const void *p);
+/* The same for the @n pages from @p, into @frames; false (said) when they cannot be read. */
+bool vt_page_frames(const void *p, size_t n, long long *frames);
 
 /* Split the THPs of [p, p + len) (debugfs split_huge_pages); false (said) on failure. */
 #define VT_SPLIT_HUGE_PAGES "/sys/kernel/debug/split_huge_pages"
