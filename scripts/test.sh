@@ -29,33 +29,9 @@ bash "$ROOT/scripts/kernel-source.sh"
 bash "$ROOT/scripts/build-userspace.sh"
 bash "$ROOT/scripts/rdma-core-tests.sh"
 
-summaries=()
-host=$BUILD/results/host
-rm -rf "$host"
-mkdir -p "$host"
-info "host suites"
-python3 -m unittest discover -v -s "$ROOT/tests/harness" -p 'test_*.py' >"$host/harness.log" 2>&1 || true
-python3 "$ROOT/tests/rdma-core/unittest_to_tap.py" --expected /dev/null "$host/harness.log" \
-	>"$host/harness.tap"
-python3 "$ROOT/scripts/results.py" tap harness "$host/summary.json" "$host/harness.tap"
-summaries+=("$host")
-
-# libibodp's host unit tests, each under valgrind: a memory error or a leak fails it.
-unit=$BUILD/results/host-libibodp
-rm -rf "$unit"
-mkdir -p "$unit"
-for t in "$BUILD"/userspace/tests/unit_*; do
-	name=$(basename "$t")
-	rc=0
-	valgrind -q --error-exitcode=99 --leak-check=full --errors-for-leak-kinds=definite,indirect \
-		--log-file="$unit/$name.valgrind" "$t" >"$unit/$name.tap" 2>"$unit/$name.err" || rc=$?
-	[ $rc = 0 ] ||
-		echo "not ok - $name exited $rc under valgrind (see $unit/$name.valgrind)" >>"$unit/$name.tap"
-done
-bash "$ROOT/scripts/check-install.sh" >"$unit/install.tap"
-python3 "$ROOT/scripts/results.py" tap libibodp "$unit/summary.json" "$unit"/unit_*.tap \
-	"$unit/install.tap"
-summaries+=("$unit")
+# The host suites' lines come first; their totals join the guests' at the end.
+bash "$ROOT/scripts/test-host.sh" | grep -v '^[0-9]* passed, ' || true
+summaries=("$RESULTS/host" "$RESULTS/host-libibodp")
 
 # Which kernels the chosen profiles need.
 declare -A image
