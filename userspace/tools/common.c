@@ -12,6 +12,19 @@
 
 #define MAX_OPTIONS 16
 
+/* An option's help, its lines after the first under the first. */
+static void print_help(FILE *f, const char *left, const char *help)
+{
+	const char *nl;
+
+	fprintf(f, "  %-24s ", left);
+	while ((nl = strchr(help, '\n')) && nl[1]) {
+		fprintf(f, "%.*s\n%27s", (int)(nl - help), help, "");
+		help = nl + 1;
+	}
+	fprintf(f, "%s\n", help);
+}
+
 static void usage(const struct tool *tool, int status)
 {
 	FILE *f = status ? stderr : stdout;
@@ -25,7 +38,7 @@ static void usage(const struct tool *tool, int status)
 	for (o = tool->options; o && o->name; o++) {
 		snprintf(left, sizeof(left), "--%s%s%s", o->name, o->arg ? " " : "",
 			 o->arg ? o->arg : "");
-		fprintf(f, "  %-24s %s\n", left, o->help);
+		print_help(f, left, o->help);
 	}
 	fprintf(f, "  %-24s progress lines also when stderr is not a terminal\n", "--progress");
 	fprintf(f, "  %-24s this text\n", "--help");

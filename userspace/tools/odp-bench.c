@@ -9,9 +9,11 @@
  *   steady        bandwidth of repeated 1 MiB RDMA WRITEs, latency of 64-byte ones
  *   invalidate    an MADV_DONTNEED + RDMA WRITE cycle against the WRITE alone
  *   prefetch      first WRITE after a synchronous PREFETCH_WRITE, against none
+ *   memory        kernel memory per page of a registered, untouched 16 GiB ODP MR
  * Every transfer's data is checked. Prints a table; --csv and --json write the same
- * numbers for plots.
+ * numbers for plots; --only runs some sections.
  */
+#include "bench-results.h"
 #include "common.h"
 
 #include <errno.h>
@@ -24,11 +26,12 @@
 static size_t max_size = 256UL << 20, touch_size = 4UL << 20;
 static double seconds = 1;
 static unsigned int reps = 5;
-static const char *csv_path, *json_path;
+static const char *csv_path, *json_path, *only;
 static struct tool tool = {
 	.name = "odp-bench",
 	.summary = "ODP against pinned memory: registration, first touch, steady state,\n"
-		   "invalidate + refault, prefetch. A table, and CSV or JSON for plots.",
+		   "invalidate + refault, prefetch, kernel memory per page. A table, and CSV\n"
+		   "or JSON for plots.",
 	.options = (const struct tool_option[]){
 		{ "max-size", "BYTES", "largest MR of the registration sweep (default: 256M)",
 		  OPT_SIZE, &max_size },
@@ -40,6 +43,9 @@ static struct tool tool = {
 		  "(default: 5, at least 5)", OPT_COUNT, &reps },
 		{ "csv", "FILE", "also write the results as CSV", OPT_STRING, &csv_path },
 		{ "json", "FILE", "also write the results as JSON", OPT_STRING, &json_path },
+		{ "only", "SECTIONS", "run only these sections, comma-separated: registration,\n"
+		  "first_touch, steady, invalidate, prefetch, memory (default: all)",
+		  OPT_STRING, &only },
 		{ 0 }
 	},
 	.details = "Every measurement is repeated, ODP and pinned in turn, and reported as the median\n"
@@ -51,89 +57,29 @@ static struct tool tool = {
 		   "on stderr); the others are still reported, and the exit status is then 1.\n",
 };
 
-#define MAX_REPS	64
 /* First-touch transfers are messages of this size, as applications move data. */
 #define MSG_SIZE	(1UL << 20)
+/* Large enough that the per-page lists (8 bytes a page: 32 MiB) come from vmalloc. */
+#define MEMORY_MR_SIZE	(16UL << 30)
 
-struct result {
-	const char *section, *metric, *memory, *unit;
-	size_t size;
-	unsigned int n;
-	double v[MAX_REPS];
-};
-
-static struct result results[128];
-static unsigned int nresults;
+static struct bench_results results = { .tool = "odp-bench" };
 static struct ibodp_dev *dev;
 static struct ibv_pd *pd;
 static struct vt_loopback lb;
 static struct tool_buf warm;	/* pinned, touched: the other side of each transfer */
 static size_t page_size;
 static const enum ibodp_kind kinds[] = { IBODP_EXPLICIT, IBODP_PINNED };
-static unsigned int failures;
 
-static struct result *find(const char *section, const char *metric, const char *memory,
-			   size_t size)
-{
-	unsigned int i;
-
-	for (i = 0; i < nresults; i++)
-		if (!strcmp(results[i].section, section) && !strcmp(results[i].metric, metric) &&
-		    !strcmp(results[i].memory, memory) && results[i].size == size)
-			return &results[i];
-	return NULL;
-}
-
-/* One repetition's value of a measurement. */
 static void record(const char *section, const char *metric, const char *memory, size_t size,
 		   double value, const char *unit)
 {
-	struct result *r = find(section, metric, memory, size);
-
-	if (!r) {
-		if (nresults == sizeof(results) / sizeof(results[0]))
-			die(&tool, "too many measurements (at most %zu)",
-			    sizeof(results) / sizeof(results[0]));
-		r = &results[nresults++];
-		*r = (struct result){ section, metric, memory, unit, size, 0, { 0 } };
-	}
-	if (r->n < MAX_REPS)
-		r->v[r->n++] = value;
+	if (!bench_record(&results, section, metric, memory, size, value, unit))
+		die(&tool, "the results do not fit: fewer --reps or sections (--only)");
 }
 
 static const char *mem_name(enum ibodp_kind kind)
 {
 	return kind == IBODP_PINNED ? "pinned" : "odp";
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-/* Median, smallest and largest of @n values. */
-static double median(const double *v, unsigned int n, double *lo, double *hi)
-{
-	double s[MAX_REPS];
-
-	memcpy(s, v, n * sizeof(*v));
-	qsort(s, n, sizeof(s[0]), cmp_double);
-	*lo = s[0];
-	*hi = s[n - 1];
-	return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
-}
-
-/* The ratio a / b of each repetition (taken side by side), and their median. */
-static double ratio(const struct result *a, const struct result *b, double *lo, double *hi)
-{
-	double r[MAX_REPS];
-	unsigned int i, n = a->n < b->n ? a->n : b->n;
-
-	for (i = 0; i < n; i++)
-		r[i] = b->v[i] ? a->v[i] / b->v[i] : 0;
-	return median(r, n, lo, hi);
 }
 
 static void bench_registration(void)
@@ -208,19 +154,9 @@ static long long timed_move(enum ibv_wr_opcode op, unsigned char *src, struct ib
 	return t0;
 }
 
-/* A measurement that could not be made: said, counted, and what it recorded forgotten. */
 static void not_measured(const char *section, const char *metric)
 {
-	unsigned int i, j;
-
-	failures++;
-	fprintf(stderr, "%s: %s%s%s not measured\n", tool.name, section, metric ? " " : "",
-		metric ? metric : "");
-	for (i = 0, j = 0; i < nresults; i++)
-		if (strcmp(results[i].section, section) ||
-		    (metric && strcmp(results[i].metric, metric)))
-			results[j++] = results[i];
-	nresults = j;
+	bench_not_measured(&results, section, metric);
 }
 
 /* A fill seed for message @m of first-touch run @run. */
@@ -447,132 +383,135 @@ fail:
 	not_measured("prefetch", NULL);
 }
 
-/* "64B", "4K", "16M": sizes as the table shows them. */
-static const char *size_text(size_t size, char *buf, size_t len)
+static long vmalloc_used_kb(void)
 {
-	if (size >= (1UL << 20) && !(size % (1UL << 20)))
-		snprintf(buf, len, "%zuM", size >> 20);
-	else if (size >= 1024 && !(size % 1024))
-		snprintf(buf, len, "%zuK", size >> 10);
-	else
-		snprintf(buf, len, "%zuB", size);
-	return buf;
+	FILE *f = fopen("/proc/meminfo", "r");
+	char line[128];
+	long kb = -1;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmallocUsed: %ld kB", &kb) == 1)
+			break;
+	fclose(f);
+	return kb;
 }
 
-/* A number in a few characters: 48.5, 1234, 12.1k, 3.81M. */
-static const char *num_text(double v, char *buf, size_t len)
+/*
+ * What the kernel keeps per page of an ODP MR: the growth of VmallocUsed when a 16 GiB
+ * MR is registered (no page present), over its pages. Linux 6.12 keeps 16 bytes, a PFN
+ * and a DMA address; a pinned MR of that size would pin 16 GiB, so ODP only.
+ */
+static void bench_memory(void)
 {
-	if (v >= 1e6 || v <= -1e6)
-		snprintf(buf, len, "%.3gM", v / 1e6);
-	else if (v >= 1e4 || v <= -1e4)
-		snprintf(buf, len, "%.3gk", v / 1e3);
-	else
-		snprintf(buf, len, "%.4g", v);
-	return buf;
-}
+	long before, after;
+	struct ibodp_mr *mr;
+	unsigned int rep;
+	void *p;
 
-/* "12.3 (11.9-13.0)": a median with the range of the repetitions. */
-static const char *spread_text(const struct result *r, char *buf, size_t len)
-{
-	double lo, hi, m = median(r->v, r->n, &lo, &hi);
-	char a[16], b[16], c[16];
-
-	snprintf(buf, len, "%s (%s-%s)", num_text(m, a, sizeof(a)), num_text(lo, b, sizeof(b)),
-		 num_text(hi, c, sizeof(c)));
-	return buf;
+	for (rep = 0; rep < reps; rep++) {
+		progress(&tool, "kernel memory: %u of %u", rep + 1, reps);
+		p = mmap(NULL, MEMORY_MR_SIZE, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (p == MAP_FAILED)
+			die(&tool, "mmap of 16 GiB (MAP_NORESERVE): %s", strerror(errno));
+		before = vmalloc_used_kb();
+		if (ibodp_reg_mr(dev, pd, p, MEMORY_MR_SIZE, IBV_ACCESS_LOCAL_WRITE,
+				 IBODP_EXPLICIT, IBODP_FAIL, &mr)) {
+			fprintf(stderr, "%s: registering 16 GiB of ODP memory: %s\n", tool.name,
+				ibodp_errmsg());
+			munmap(p, MEMORY_MR_SIZE);
+			not_measured("memory", NULL);
+			return;
+		}
+		after = vmalloc_used_kb();
+		ibodp_dereg_mr(mr);
+		munmap(p, MEMORY_MR_SIZE);
+		if (before < 0 || after < 0) {
+			fprintf(stderr, "%s: /proc/meminfo has no VmallocUsed: %s\n", tool.name,
+				strerror(errno));
+			not_measured("memory", NULL);
+			return;
+		}
+		record("memory", "kernel_per_page", "odp", MEMORY_MR_SIZE,
+		       (after - before) * 1024.0 / (MEMORY_MR_SIZE / page_size), "bytes");
+	}
 }
 
 /* The sentence comparing two ODP measurements of one run, repetition by repetition. */
-static void say_ratio(const char *what, const struct result *a, const struct result *b)
+static void say_ratio(const char *what, const struct bench_result *a,
+		      const struct bench_result *b)
 {
 	double lo, hi, m;
 
 	if (!a || !b || !a->n || !b->n)
 		return;
-	m = ratio(a, b, &lo, &hi);
+	m = bench_ratio(a, b, &lo, &hi);
 	printf("%s %.2fx (%.2f-%.2f)\n", what, m, lo, hi);
 }
 
-static void print_table(const char *device, const char *dma)
+static void print_report(const char *device, const char *dma)
 {
-	const struct result *o, *p;
-	char size[24], a[48], b[48];
-	double lo, hi, m;
+	char title[512];
+
+	snprintf(title, sizeof(title),
+		 "odp-bench on %s (%s), %u repetitions, ODP and pinned in turn: medians with the\n"
+		 "range of the repetitions; ratio = ODP / pinned, per repetition", device, dma,
+		 reps);
+	bench_print_table(&results, title);
+	say_ratio("invalidate + refault of 1 MiB costs, against a WRITE into present pages,",
+		  bench_find(&results, "invalidate", "dontneed_and_write", "odp", 1UL << 20),
+		  bench_find(&results, "invalidate", "write", "odp", 1UL << 20));
+	say_ratio("a first WRITE after PREFETCH_WRITE takes, against one without,",
+		  bench_find(&results, "prefetch", "write_after_prefetch", "odp", touch_size),
+		  bench_find(&results, "prefetch", "write_cold", "odp", touch_size));
+}
+
+static const struct section {
+	const char *name;
+	void (*run)(void);
+} sections[] = {
+	{ "registration", bench_registration },
+	{ "first_touch", bench_first_touch },
+	{ "steady", bench_steady },
+	{ "invalidate", bench_invalidate },
+	{ "prefetch", bench_prefetch },
+	{ "memory", bench_memory },
+};
+
+#define NR_SECTIONS	(sizeof(sections) / sizeof(sections[0]))
+
+/* Which sections --only names (all without it); exits on a name that is none. */
+static void parse_only(bool *run)
+{
+	char list[256], *name, *save = NULL;
 	unsigned int i;
 
-	printf("odp-bench on %s (%s), %u repetitions, ODP and pinned in turn: medians with the\n"
-	       "range of the repetitions; ratio = ODP / pinned, per repetition\n\n", device, dma,
-	       reps);
-	printf("%-13s %-24s %6s %-8s %25s %25s %19s\n", "section", "metric", "size", "unit", "ODP",
-	       "pinned", "ratio");
-	for (i = 0; i < nresults; i++) {
-		o = &results[i];
-		if (strcmp(o->memory, "odp"))
-			continue;
-		p = find(o->section, o->metric, "pinned", o->size);
-		printf("%-13s %-24s %6s %-8s %25s ", o->section, o->metric,
-		       size_text(o->size, size, sizeof(size)), o->unit,
-		       spread_text(o, a, sizeof(a)));
-		if (p) {
-			m = ratio(o, p, &lo, &hi);
-			snprintf(b, sizeof(b), "%.2fx (%.2f-%.2f)", m, lo, hi);
-			printf("%25s %19s\n", spread_text(p, a, sizeof(a)), b);
-		} else {
-			printf("%25s %19s\n", "-", "-");
-		}
+	for (i = 0; i < NR_SECTIONS; i++)
+		run[i] = !only;
+	if (!only)
+		return;
+	if (strlen(only) >= sizeof(list))
+		die(&tool, "--only: a list of at most %zu characters", sizeof(list) - 1);
+	strcpy(list, only);
+	for (name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
+		for (i = 0; i < NR_SECTIONS && strcmp(sections[i].name, name); i++)
+			;
+		if (i == NR_SECTIONS)
+			die(&tool, "--only: no section '%s' (registration, first_touch, steady, "
+			    "invalidate, prefetch, memory)", name);
+		run[i] = true;
 	}
-	printf("\n");
-	say_ratio("invalidate + refault of 1 MiB costs, against a WRITE into present pages,",
-		  find("invalidate", "dontneed_and_write", "odp", 1UL << 20),
-		  find("invalidate", "write", "odp", 1UL << 20));
-	say_ratio("a first WRITE after PREFETCH_WRITE takes, against one without,",
-		  find("prefetch", "write_after_prefetch", "odp", touch_size),
-		  find("prefetch", "write_cold", "odp", touch_size));
-}
-
-static void write_csv(void)
-{
-	FILE *f = fopen(csv_path, "w");
-	unsigned int i, j;
-
-	if (!f)
-		die(&tool, "--csv %s: %s", csv_path, strerror(errno));
-	fprintf(f, "section,metric,memory,size_bytes,rep,value,unit\n");
-	for (i = 0; i < nresults; i++)
-		for (j = 0; j < results[i].n; j++)
-			fprintf(f, "%s,%s,%s,%zu,%u,%.3f,%s\n", results[i].section,
-				results[i].metric, results[i].memory, results[i].size, j,
-				results[i].v[j], results[i].unit);
-	if (fclose(f))
-		die(&tool, "--csv %s: %s", csv_path, strerror(errno));
-}
-
-static void write_json(const char *device, const char *dma)
-{
-	FILE *f = fopen(json_path, "w");
-	unsigned int i, j;
-
-	if (!f)
-		die(&tool, "--json %s: %s", json_path, strerror(errno));
-	fprintf(f, "{\n  \"device\": \"%s\",\n  \"dma\": \"%s\",\n  \"results\": [\n", device, dma);
-	for (i = 0; i < nresults; i++) {
-		fprintf(f, "    {\"section\": \"%s\", \"metric\": \"%s\", \"memory\": \"%s\", "
-			"\"size_bytes\": %zu, \"unit\": \"%s\", \"values\": [",
-			results[i].section, results[i].metric, results[i].memory, results[i].size,
-			results[i].unit);
-		for (j = 0; j < results[i].n; j++)
-			fprintf(f, "%s%.3f", j ? ", " : "", results[i].v[j]);
-		fprintf(f, "]}%s\n", i + 1 < nresults ? "," : "");
-	}
-	fprintf(f, "  ]\n}\n");
-	if (fclose(f))
-		die(&tool, "--json %s: %s", json_path, strerror(errno));
 }
 
 int main(int argc, char **argv)
 {
+	bool run[NR_SECTIONS];
 	struct ibodp_caps caps;
+	unsigned int i;
 	char dma[128];
+	int err;
 
 	tool_parse(&tool, argc, argv);
 	page_size = sysconf(_SC_PAGESIZE);
@@ -580,9 +519,10 @@ int main(int argc, char **argv)
 		die(&tool, "--max-size must be at least 4K, --touch-size from a page to 1G");
 	if (touch_size > MSG_SIZE && touch_size % MSG_SIZE)
 		die(&tool, "--touch-size above 1M must be a multiple of 1M (it moves in 1 MiB messages)");
-	if (reps < 5 || reps > MAX_REPS)
+	if (reps < 5 || reps > BENCH_MAX_REPS)
 		die(&tool, "--reps must be from 5 to %d: fewer decide nothing on a noisy machine",
-		    MAX_REPS);
+		    BENCH_MAX_REPS);
+	parse_only(run);
 	if (ibodp_open(tool.dev.dev, &dev))
 		die_lib(&tool, "opening the device");
 	ibodp_query_caps(dev, &caps);
@@ -597,24 +537,22 @@ int main(int argc, char **argv)
 	tool_buf_init(&tool, &warm, dev, pd, touch_size > (1UL << 20) ? touch_size : 1UL << 20,
 		      IBODP_PINNED);
 
-	bench_registration();
-	bench_first_touch();
-	bench_steady();
-	bench_invalidate();
-	bench_prefetch();
+	for (i = 0; i < NR_SECTIONS; i++)
+		if (run[i])
+			sections[i].run();
 	progress_done(&tool);
 
-	print_table(ibodp_name(dev), dma);
-	if (csv_path)
-		write_csv();
-	if (json_path)
-		write_json(ibodp_name(dev), dma);
+	print_report(ibodp_name(dev), dma);
+	if (csv_path && (err = bench_write_csv(&results, csv_path)))
+		die(&tool, "--csv %s: %s", csv_path, strerror(-err));
+	if (json_path && (err = bench_write_json(&results, json_path, ibodp_name(dev), dma)))
+		die(&tool, "--json %s: %s", json_path, strerror(-err));
 	tool_buf_fini(&warm);
 	vt_loopback_destroy(&lb);
 	ibv_dealloc_pd(pd);
 	ibodp_close(dev);
-	if (failures)
+	if (results.failures)
 		fprintf(stderr, "%s: %u measurements could not be made (said above)\n", tool.name,
-			failures);
-	return failures ? 1 : 0;
+			results.failures);
+	return results.failures ? 1 : 0;
 }
