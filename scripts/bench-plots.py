@@ -81,8 +81,8 @@ plot DATA using 1:2 with linespoints lw 2 title "hmm_dma_map_pfn() per page", \\
 ''')
 
 
-def odp_lib_medians(rows):
-    """{(section, metric, memory, size): median of the repetitions} of 40-odp-lib.csv"""
+def odp_medians(rows):
+    """{(section, metric, memory, size): median of the repetitions} of 30-odp.csv"""
     reps = {}
     for r in rows:
         reps.setdefault((r['section'], r['metric'], r['memory'], int(r['size_bytes'])),
@@ -90,8 +90,8 @@ def odp_lib_medians(rows):
     return {k: statistics.median(vals) for k, vals in reps.items()}
 
 
-def odp_lib(outdir, profile, rows):
-    v = odp_lib_medians(rows)
+def odp_plots(outdir, profile, rows):
+    v = odp_medians(rows)
     pngs = []
     sizes = sorted({s for (sec, _, _, s) in v if sec == 'registration'})
     data = '# size_KiB odp_us pinned_us\n' + ''.join(
@@ -155,8 +155,8 @@ plot DATA using 2:xtic(1) notitle
 
 def compare(outdir, profile, other, boots):
     """First-touch pages per second of ODP, ours against the other image, per boot pair."""
-    ours = [odp_lib_medians(o) for o, _ in boots]
-    theirs = [odp_lib_medians(t) for _, t in boots]
+    ours = [odp_medians(o) for o, _ in boots]
+    theirs = [odp_medians(t) for _, t in boots]
     # The rows both kernels measured (the report says which the other could not).
     keys = [k for k in ours[0] if k[0] == 'first_touch' and k[2] == 'odp' and
             any(k in b for b in theirs)]
@@ -192,7 +192,7 @@ def main():
     pngs = []
     by_profile = {}
     for profile, ours, theirs in args.pair:
-        rows = [read_csv(os.path.join(d, '40-odp-lib.csv')) for d in (ours, theirs)]
+        rows = [read_csv(os.path.join(d, '30-odp.csv')) for d in (ours, theirs)]
         if rows[0]:
             by_profile.setdefault(profile, []).append(tuple(rows))
     for profile, boots in by_profile.items():
@@ -205,9 +205,9 @@ def main():
         rows = read_csv(os.path.join(d, '20-hmm-dma.csv'))
         if rows:
             pngs.append(hmm_dma(outdir, profile, rows))
-        rows = read_csv(os.path.join(d, '40-odp-lib.csv'))
+        rows = read_csv(os.path.join(d, '30-odp.csv'))
         if rows:
-            pngs.extend(odp_lib(outdir, profile, rows))
+            pngs.extend(odp_plots(outdir, profile, rows))
     for p in pngs:
         if p:
             print(f'plot: {p}')

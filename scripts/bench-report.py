@@ -84,36 +84,8 @@ on the edu device). "single": hmm_dma_map_pfn() per page, one IOTLB sync each;
       ('ratio', '>8')], rows)
 
 
-def odp_section(runs):
-    """runs: [(profile, rows of 30-odp.csv)]"""
-    rows, mem = [], []
-    for profile, csv_rows in runs:
-        v = {(r['metric'], r['memory'], r['path']): float(r['value']) for r in csv_rows}
-        for path in ('linked', 'virtual-dma'):
-            ft_o, ft_p, st_o, st_p = (v.get((metric, memory, path))
-                                      for metric in ('first_touch', 'steady_write')
-                                      for memory in ('odp', 'pinned'))
-            if None not in (ft_o, ft_p, st_o, st_p):
-                rows.append((profile, path, ft_o, ft_p, ratio(ft_o, ft_p), st_o, st_p,
-                             ratio(st_o, st_p)))
-            m = v.get(('kernel_memory', 'odp', path))
-            if m is not None:
-                mem.append(f'{profile} {path}: {m:.2f}')
-    table('''
-rxe On-Demand Paging against pinned memory (RC loopback, 4 MiB buffer). First touch:
-register and RDMA WRITE all of it once, pages per second; steady: the same WRITE
-repeated, MB/s. "linked": ODP pages linked into an IOVA on the NIC and reached through
-the IOMMU (rxe default); "virtual-dma": rxe.odp_virt_dma=1, pages used directly.
-''', [('profile', '<14'), ('path', '<13'), ('first touch ODP', '>16.0f'),
-      ('pinned', '>10.0f'), ('ratio', '>8'), ('steady ODP', '>12.1f'), ('pinned', '>10.1f'),
-      ('ratio', '>8')], rows)
-    print('Kernel memory per registered ODP page (VmallocUsed growth for a 16 GiB ODP MR, bytes;')
-    print('Linux 6.12 keeps 16: a PFN and a DMA address): ' + '; '.join(mem))
-    print()
-
-
-def odp_lib_reps(csv_rows):
-    """{(section, metric, memory, size): ([value of each repetition], unit)} of 40-odp-lib.csv"""
+def odp_reps(csv_rows):
+    """{(section, metric, memory, size): ([value of each repetition], unit)} of odp-bench's CSV"""
     v = {}
     for r in csv_rows:
         key = (r['section'], r['metric'], r['memory'], int(r['size_bytes']))
@@ -144,11 +116,32 @@ def ratio_spread(a, b):
     return f'{statistics.median(r):.2f}x ({min(r):.2f}-{max(r):.2f})'
 
 
-def odp_lib_section(runs):
-    """runs: [(profile, rows of 40-odp-lib.csv)]"""
+ODP_PATHS = {
+    'linked': '''
+rxe On-Demand Paging against pinned memory, libibodp's odp-bench (RC loopback), ODP pages
+linked into an IOVA on the NIC and reached through the IOMMU (rxe's default). ODP and
+pinned take turns in one run; each cell is the median of the repetitions with their range.
+registration: time to register (ODP maps nothing; pinned pins every page); first_touch:
+pages per second of the first transfer, in 1 MiB messages, into (out of, for READ)
+memory the device never touched; faults: ODP faults per MiB of it (one per MiB = one per
+message); steady: 1 MiB WRITE bandwidth and 64-byte WRITE latency; invalidate: a WRITE
+into present pages and an MADV_DONTNEED + WRITE cycle; prefetch: a first WRITE without
+and after a synchronous PREFETCH_WRITE; memory: kernel memory per page of a 16 GiB ODP
+MR (VmallocUsed growth; Linux 6.12 keeps 16 bytes, a PFN and a DMA address). "ratio" =
+ODP / pinned, repetition by repetition.
+''',
+    'virtual-dma': '''
+The same with rxe.odp_virt_dma=1: ODP pages used directly, with no DMA mapping (first
+touch, steady state and kernel memory only).
+''',
+}
+
+
+def odp_section(runs, path='linked'):
+    """runs: [(profile, rows of odp-bench's CSV)] of one DMA path (ODP_PATHS)"""
     rows = []
     for profile, csv_rows in runs:
-        v = odp_lib_reps(csv_rows)
+        v = odp_reps(csv_rows)
         for (section, metric, memory, size), (vals, unit) in v.items():
             if memory != 'odp':
                 continue
@@ -156,19 +149,11 @@ def odp_lib_section(runs):
             rows.append((profile, f'{section} {metric}', size_text(size), unit, spread(vals),
                          spread(pinned[0]) if pinned else None,
                          ratio_spread(vals, pinned[0]) if pinned else None))
-    table('''
-libibodp odp-bench: ODP against pinned memory on rxe (RC loopback), ODP and pinned taking
-turns in one run; each cell is the median of the repetitions with their range.
-registration: time to register (ODP maps nothing; pinned pins every page); first_touch:
-pages per second of the first transfer, in 1 MiB messages, into (out of, for READ)
-memory the device never touched; faults: ODP faults per MiB of it (one per MiB = one per
-message); steady: 1 MiB WRITE bandwidth and 64-byte WRITE latency; invalidate: a WRITE
-into present pages and an MADV_DONTNEED + WRITE cycle; prefetch: a first WRITE without
-and after a synchronous PREFETCH_WRITE. "ratio" = ODP / pinned, repetition by repetition.
-''', [('profile', '<14'), ('measurement', '<40'), ('size', '>6'), ('unit', '>9'),
-      ('ODP', '>26'), ('pinned', '>26'), ('ratio', '>24')], rows)
+    table(ODP_PATHS[path], [('profile', '<14'), ('measurement', '<40'), ('size', '>6'),
+                            ('unit', '>9'), ('ODP', '>26'), ('pinned', '>26'),
+                            ('ratio', '>24')], rows)
     for profile, csv_rows in runs:
-        v = odp_lib_reps(csv_rows)
+        v = odp_reps(csv_rows)
         w, dw = v.get(('invalidate', 'write', 'odp', 1 << 20)), \
             v.get(('invalidate', 'dontneed_and_write', 'odp', 1 << 20))
         if w and dw:
@@ -238,8 +223,8 @@ def compare_section(pairs, other):
     faster); reasons (not_measured()) say why the other left a row out."""
     rows = []
     for profile, boots in pairs:
-        ours = [odp_lib_reps(o) for o, _, _ in boots]
-        theirs = [odp_lib_reps(t) for _, t, _ in boots]
+        ours = [odp_reps(o) for o, _, _ in boots]
+        theirs = [odp_reps(t) for _, t, _ in boots]
         reasons = {}
         for _, _, r in boots:
             reasons.update(r)
@@ -281,11 +266,22 @@ def size_text(size):
     return str(size)
 
 
+def said_in_log(d, log, text):
+    """Whether the benchmark's log in folder d says text (why it measured nothing)."""
+    path = os.path.join(d, log)
+    if not os.path.exists(path):
+        return False
+    with open(path, errors='replace') as f:
+        return text in f.read()
+
+
+# (CSV file, section; the log line that says why a kernel has nothing to measure there)
 SECTIONS = [
-    ('10-dma-map.csv', dma_map_section),
-    ('20-hmm-dma.csv', hmm_dma_section),
-    ('30-odp.csv', odp_section),
-    ('40-odp-lib.csv', odp_lib_section),
+    ('10-dma-map.csv', dma_map_section, None),
+    ('20-hmm-dma.csv', hmm_dma_section, None),
+    ('30-odp.csv', odp_section, None),
+    ('30-odp-virtual-dma.csv', lambda runs: odp_section(runs, 'virtual-dma'),
+     ('30-odp.log', 'no rxe.odp_virt_dma in this kernel')),
 ]
 
 
@@ -302,11 +298,14 @@ def main():
                     help='results folders of one boot of ours and one of the other image')
     args = ap.parse_args()
     missing = 0
-    for name, section in SECTIONS:
+    for name, section, absent in SECTIONS:
         runs = []
         for d in args.dirs:
             path = os.path.join(d, name)
             rows = read_csv(path) if os.path.exists(path) else []
+            if not rows and absent and said_in_log(d, *absent):
+                print(f'not measured: {path}: {absent[1]}', file=sys.stderr)
+                continue
             if not rows:
                 print(f'missing: {path} (see the benchmark log next to it)', file=sys.stderr)
                 missing += 1
@@ -328,15 +327,15 @@ def main():
     if args.pair:
         by_profile = {}
         for profile, ours, theirs in args.pair:
-            rows = [read_csv(os.path.join(d, '40-odp-lib.csv'))
-                    if os.path.exists(os.path.join(d, '40-odp-lib.csv')) else []
+            rows = [read_csv(os.path.join(d, '30-odp.csv'))
+                    if os.path.exists(os.path.join(d, '30-odp.csv')) else []
                     for d in (ours, theirs)]
             if not rows[0]:
-                print(f'missing: {ours}/40-odp-lib.csv', file=sys.stderr)
+                print(f'missing: {ours}/30-odp.csv', file=sys.stderr)
                 missing += 1
                 continue
             by_profile.setdefault(profile, []).append(
-                (rows[0], rows[1], not_measured(os.path.join(theirs, '40-odp-lib.log'))))
+                (rows[0], rows[1], not_measured(os.path.join(theirs, '30-odp.log'))))
         if by_profile:
             compare_section(list(by_profile.items()), args.other or 'the other image')
     return 1 if missing else 0

@@ -74,10 +74,10 @@ for p in "${profiles[@]}"; do
 		if [ "$i" -gt 1 ]; then
 			ours=$bench/compare/$p-ours-$i
 			info "benchmarking ours on $p again (boot $i of $boots)"
-			boot "$p" "$image" "$ours" 40-odp-lib 1
+			boot "$p" "$image" "$ours" 30-odp 1
 		fi
 		info "benchmarking $other on $p (boot $i of $boots)"
-		boot "$p" "$other" "$bench/compare/$p-theirs-$i" 40-odp-lib 0
+		boot "$p" "$other" "$bench/compare/$p-theirs-$i" 30-odp 0
 		pairs+=(--pair "$p" "$ours" "$bench/compare/$p-theirs-$i")
 	done
 done

@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0
 # Build the benchmark programs the guest runs: the kernel's DMA map benchmark tool
 # (tools/testing/selftests/dma, with our series' modes) from the patched source, and
-# tests/bench/hmm_dma_bench.c on test_hmm's uapi header, and tests/bench/odp_bench.c.
+# tests/bench/hmm_dma_bench.c on test_hmm's uapi header. ODP against pinned memory is
+# libibodp's odp-bench (scripts/build-userspace.sh).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -19,7 +20,3 @@ gcc -std=gnu11 -O2 -Wall -Wextra -Werror -I"$inc" \
 	die "building dma_map_benchmark failed"
 gcc -std=c11 -O2 -Wall -Wextra -Werror -I"$SRC" -o "$bin/hmm_dma_bench" \
 	"$ROOT/tests/bench/hmm_dma_bench.c" || die "building hmm_dma_bench failed"
-gcc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -I"$ROOT/userspace/plumbing" \
-	-o "$bin/odp_bench" "$ROOT/tests/bench/odp_bench.c" "$ROOT/userspace/plumbing/verbs.c" \
-	"$ROOT/userspace/plumbing/pattern.c" \
-	-libverbs || die "building odp_bench failed"

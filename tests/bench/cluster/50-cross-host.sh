@@ -7,7 +7,7 @@
 # bandwidth at 64 KiB and 1 MiB, the first five 1 MiB puts of a new ucx_perftest with no
 # warm-up, put latency at 8 bytes; explicit ODP against pinned). BENCH_REPS repetitions
 # (5), ODP and pinned taking turns, which one first alternating. Writes
-# $OUT/50-cross-host.csv in the format of 40-odp-lib.csv
+# $OUT/50-cross-host.csv in the format of 30-odp.csv
 # (section,metric,memory,size_bytes,rep,value,unit); a run that gives no figure is said in
 # the log and makes the exit status 1.
 . "$GUEST_ROOT/scripts/guest/cluster-lib.sh"
