@@ -119,7 +119,7 @@ static int disrupt(struct tool_buf *b, int what)
 		 * maps new ones in one step. A separate munmap() would leave a hole
 		 * that a duplicate RDMA READ request, which the responder may still
 		 * execute after the requester's completion, finds: a remote access
-		 * error that is the test's doing (verbs/odp covers munmap itself).
+		 * error that is the test's doing (verbs/odp_invalidate covers munmap itself).
 		 */
 		p = mmap(b->p, b->size, PROT_READ | PROT_WRITE,
 			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);

@@ -68,6 +68,53 @@ bool vt_move(struct vt_loopback *lb, enum ibv_wr_opcode op, void *src, struct ib
 	return true;
 }
 
+bool vt_odp_move(struct vt_loopback *lb, struct vt_odp_buf *src, size_t soff,
+		 struct vt_odp_buf *dst, size_t doff, size_t len, enum ibv_wr_opcode op)
+{
+	return vt_move(lb, op, src->p + soff, src->mr, dst->p + doff, dst->mr, len);
+}
+
+int vt_odp_rdma(struct vt_loopback *lb, struct vt_odp_buf *src, size_t soff,
+		struct vt_odp_buf *dst, size_t doff, size_t len, enum ibv_wr_opcode op,
+		enum ibv_wc_status *status)
+{
+	return vt_rdma(lb, op, src->p + soff, src->mr, dst->p + doff, dst->mr, len, status);
+}
+
+bool vt_odp_same(const struct vt_odp_buf *src, size_t soff, const struct vt_odp_buf *dst,
+		 size_t doff, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++) {
+		if (dst->p[doff + i] != src->p[soff + i]) {
+			tap_diag("byte %zu of %zu differs", i, len);
+			return false;
+		}
+	}
+	return true;
+}
+
+bool vt_odp_zero_outside(const struct vt_odp_buf *b, size_t off, size_t len)
+{
+	size_t i;
+
+	for (i = 0; i < b->size; i++) {
+		if ((i < off || i >= off + len) && b->p[i]) {
+			tap_diag("byte %zu outside the transfer was written", i);
+			return false;
+		}
+	}
+	return true;
+}
+
+bool vt_odp_round_trip(struct vt_loopback *lb, struct vt_odp_buf *src, struct vt_odp_buf *dst,
+		       enum ibv_wr_opcode op)
+{
+	return vt_odp_move(lb, src, 0, dst, 0, src->size, op) &&
+	       vt_odp_same(src, 0, dst, 0, src->size);
+}
+
 void vt_odp_delta(const long *before, const long *after, long *delta)
 {
 	int i;

@@ -93,6 +93,24 @@ long vt_odp_linked(struct ibv_context *ctx, const struct vt_options *opt, long p
 bool vt_move(struct vt_loopback *lb, enum ibv_wr_opcode op, void *src, struct ibv_mr *src_mr,
 	     void *dst, struct ibv_mr *dst_mr, size_t len);
 
+/*
+ * The same between parts of two buffers: len bytes from src->p + soff to dst->p + doff
+ * (src on qp[0]'s side). vt_odp_rdma() gives the completion status and says nothing.
+ */
+bool vt_odp_move(struct vt_loopback *lb, struct vt_odp_buf *src, size_t soff,
+		 struct vt_odp_buf *dst, size_t doff, size_t len, enum ibv_wr_opcode op);
+int vt_odp_rdma(struct vt_loopback *lb, struct vt_odp_buf *src, size_t soff,
+		struct vt_odp_buf *dst, size_t doff, size_t len, enum ibv_wr_opcode op,
+		enum ibv_wc_status *status);
+/* dst[doff, +len) == src[soff, +len); the first byte that differs is said. */
+bool vt_odp_same(const struct vt_odp_buf *src, size_t soff, const struct vt_odp_buf *dst,
+		 size_t doff, size_t len);
+/* Every byte of b outside [off, off + len) is zero (never written); else said. */
+bool vt_odp_zero_outside(const struct vt_odp_buf *b, size_t off, size_t len);
+/* Move the whole of src to dst with op and check every byte. */
+bool vt_odp_round_trip(struct vt_loopback *lb, struct vt_odp_buf *src, struct vt_odp_buf *dst,
+		       enum ibv_wr_opcode op);
+
 /* Counter deltas: after[i] - before[i] for every ODP counter. */
 void vt_odp_delta(const long *before, const long *after, long *delta);
 
