@@ -11,18 +11,27 @@
 ITERS=${ITERS:-500}
 SIZE=${SIZE:-65536}
 report=$OUT/workload.txt
-counters=/sys/class/infiniband/$RDMA_DEV/ports/1/hw_counters
 
 # Whether the device has On-Demand Paging on this kernel (another kernel may not).
 has_odp() {
 	ibv_devinfo -v -d "$RDMA_DEV" | grep -q ODP_SUPPORT
 }
 
-# What the ODP counters' deltas say, in words: faults, pages, links, invalidations.
-# Arguments: page_faults pages_faulted pages_linked pages_unlinked invalidations.
-explain_counters() {
-	local faults=$1 faulted=$2 linked=$3 unlinked=$4 invalidations=$5
+# The port's ODP counters, "name value" a line, as libibodp reads them (no list of
+# names here: the library has the one list); nothing, and its reason on stderr, when the
+# device has none.
+odp_counters() {
+	"$BUILD/userspace/bin/odp-counters" --dev "$RDMA_DEV"
+}
 
+# What the ODP counters' deltas ("name delta" lines in $1) say, in words.
+explain_counters() {
+	local faults faulted linked unlinked invalidations
+
+	read -r faults faulted linked unlinked invalidations < <(awk '
+		{ d[$1] = $2 }
+		END { print d["page_faults"] + 0, d["pages_faulted"] + 0, d["pages_linked"] + 0,
+			    d["pages_unlinked"] + 0, d["invalidations"] + 0 }' <<<"$1")
 	if [ "$faults" = 0 ]; then
 		echo "              (rxe took no ODP fault: no page was reached through ODP)"
 		return
@@ -39,15 +48,13 @@ explain_counters() {
 # The same ping-pong on On-Demand Paging memory (-o): nothing pinned, every page faulted
 # in by rxe on first use and linked for the NIC's DMA; the ODP counters say how much.
 odp_pingpong() {
-	local c before=() after=() delta=() client_rc server_rc
-	local names=(odp_page_faults odp_pages_faulted odp_pages_linked odp_pages_unlinked
-		     odp_invalidations odp_prefetch_requests odp_fault_errors)
+	local before after delta client_rc server_rc
 
 	if ! has_odp; then
 		echo "ODP:          not supported by $RDMA_DEV on this kernel" >>"$report"
 		return
 	fi
-	for c in "${names[@]}"; do before+=("$(cat "$counters/$c" 2>/dev/null || echo 0)"); done
+	before=$(odp_counters 2>"$OUT/odp-counters.err")
 	timeout 300 ibv_rc_pingpong "$@" -o >"$OUT/odp-server.txt" 2>&1 &
 	server=$!
 	wait_listening 18515 $server
@@ -55,21 +62,18 @@ odp_pingpong() {
 	client_rc=$?
 	wait $server
 	server_rc=$?
-	for c in "${names[@]}"; do after+=("$(cat "$counters/$c" 2>/dev/null || echo 0)"); done
+	after=$(odp_counters 2>>"$OUT/odp-counters.err")
 	{
 		echo "ODP workload: the same ping-pong on On-Demand Paging memory (-o), data checked"
 		echo "ODP result:   client exit $client_rc, server exit $server_rc"
 		grep -hE 'bytes in' "$OUT/odp-client.txt" | sed 's/^/              client: /'
-		if [ -e "$counters/odp_page_faults" ]; then
-			printf 'ODP counters: '
-			for c in "${!names[@]}"; do
-				delta[c]=$((after[c] - before[c]))
-				printf '%s %d  ' "${names[$c]#odp_}" "${delta[c]}"
-			done
-			echo
-			explain_counters "${delta[@]:0:5}"
+		if [ -n "$before" ] && [ -n "$after" ]; then
+			delta=$(awk 'NR == FNR { b[$1] = $2; next } { print $1, $2 - b[$1] }' \
+				<(echo "$before") <(echo "$after"))
+			echo "ODP counters: $(awk '{ printf "%s %d  ", $1, $2 }' <<<"$delta")"
+			explain_counters "$delta"
 		else
-			echo "ODP counters: none on this kernel (no $counters/odp_*)"
+			echo "ODP counters: none ($(head -n 1 "$OUT/odp-counters.err"))"
 		fi
 	} >>"$report"
 	if grep -qi 'invalid data' "$OUT/odp-client.txt" "$OUT/odp-server.txt"; then

@@ -498,9 +498,12 @@ static void parse_only(bool *run)
 	for (name = strtok_r(list, ",", &save); name; name = strtok_r(NULL, ",", &save)) {
 		for (i = 0; i < NR_SECTIONS && strcmp(sections[i].name, name); i++)
 			;
-		if (i == NR_SECTIONS)
-			die(&tool, "--only: no section '%s' (registration, first_touch, steady, "
-			    "invalidate, prefetch, memory)", name);
+		if (i == NR_SECTIONS) {
+			/* A bad option value, as the option parser exits on one. */
+			fprintf(stderr, "%s: --only: no section '%s' (registration, first_touch, "
+				"steady, invalidate, prefetch, memory; see --help)\n", tool.name, name);
+			exit(2);
+		}
 		run[i] = true;
 	}
 }
