@@ -48,12 +48,21 @@ def plot(outdir, name, data, script):
     return png
 
 
+def medians(rows, key, value):
+    """{key(row): the median of value(row) over the repetitions}"""
+    v = {}
+    for r in rows:
+        v.setdefault(key(r), []).append(value(r))
+    return {k: statistics.median(vals) for k, vals in v.items()}
+
+
 def dma_map(outdir, profile, rows):
     cost = {}
-    for r in rows:
-        cost.setdefault(int(r['pages']), {})[r['mode']] = (float(r['map_ns_per_page']) +
-                                                          float(r['unmap_ns_per_page']))
-    data = '# pages one-by-one iova preallocated\n' + ''.join(
+    for (pages, mode), c in medians(rows, lambda r: (int(r['pages']), r['mode']),
+                                    lambda r: float(r['map_ns_per_page']) +
+                                    float(r['unmap_ns_per_page'])).items():
+        cost.setdefault(pages, {})[mode] = c
+    data = '# pages one-by-one iova preallocated (medians of the repetitions)\n' + ''.join(
         f'{p} {c.get("pages", "NaN")} {c.get("iova", "NaN")} {c.get("iova-link", "NaN")}\n'
         for p, c in sorted(cost.items()))
     return plot(outdir, f'dma-map-{profile}', data, f'''
@@ -69,8 +78,10 @@ plot DATA using 1:2 with linespoints lw 2 title "dma_map_page() one by one", \\
 
 
 def hmm_dma(outdir, profile, rows):
-    data = '# pages single run\n' + ''.join(
-        f'{r["pages"]} {r["single_ns_per_page"]} {r["run_ns_per_page"]}\n' for r in rows)
+    single = medians(rows, lambda r: int(r['pages']), lambda r: float(r['single_ns_per_page']))
+    run = medians(rows, lambda r: int(r['pages']), lambda r: float(r['run_ns_per_page']))
+    data = '# pages single run (medians of the repetitions)\n' + ''.join(
+        f'{p} {single[p]} {run[p]}\n' for p in sorted(single))
     return plot(outdir, f'hmm-dma-{profile}', data, f'''
 set title "HMM DMA helpers: mapping a faulted run ({profile})"
 set xlabel "pages in the run"

@@ -46,42 +46,57 @@ def table(intro, columns, rows):
     print()
 
 
+def by_rep(csv_rows, key, value):
+    """{key(row): [value(row) of each repetition, in the order of their rep column]}"""
+    v = {}
+    for r in csv_rows:
+        v.setdefault(key(r), {})[int(r.get('rep') or 0)] = value(r)
+    return {k: [reps[i] for i in sorted(reps)] for k, reps in v.items()}
+
+
 def dma_map_section(runs):
     """runs: [(profile, rows of 10-dma-map.csv)]"""
     rows = []
     for profile, csv_rows in runs:
-        cost = {(int(r['pages']), r['mode']): float(r['map_ns_per_page']) +
-                float(r['unmap_ns_per_page']) for r in csv_rows}
+        cost = by_rep(csv_rows, lambda r: (int(r['pages']), r['mode']),
+                      lambda r: float(r['map_ns_per_page']) + float(r['unmap_ns_per_page']))
         for pages in sorted({p for p, _ in cost}):
             page, iova, link = (cost.get((pages, m)) for m in ('pages', 'iova', 'iova-link'))
-            rows.append((profile, pages, page, iova,
-                         ratio(page, iova) if page and iova else None,
-                         link, ratio(page, link) if page and link else None))
+            rows.append((profile, pages, spread(page) if page else None,
+                         spread(iova) if iova else None,
+                         ratio_spread(page, iova) if page and iova else None,
+                         spread(link) if link else None,
+                         ratio_spread(page, link) if page and link else None))
     table('''
 DMA mapping cost per page, map + unmap, in ns (dma_map_benchmark on the edu device,
-FROM_DEVICE, one thread). "ratio" = dma_map_page cost / IOVA cost: above 1 the
-IOVA-based API is cheaper per page.
+FROM_DEVICE, one thread): the median of the repetitions, the three ways taking turns,
+with their range. "ratio" = dma_map_page cost / IOVA cost, repetition by repetition:
+above 1 the IOVA-based API is cheaper per page.
   one by one:  dma_map_page() of each page, dma_unmap_page() of each page
   IOVA:        dma_iova_try_alloc(), dma_iova_link() of each page, one dma_iova_sync(),
                one dma_iova_destroy()
   preallocated: IOVA allocated once; link each page, one sync, one dma_iova_unlink()
-''', [('profile', '<14'), ('pages', '>6'), ('one by one', '>12.1f'), ('IOVA', '>10.1f'),
-      ('ratio', '>8'), ('preallocated', '>14.1f'), ('ratio', '>8')], rows)
+''', [('profile', '<14'), ('pages', '>6'), ('one by one', '>24'), ('IOVA', '>24'),
+      ('ratio', '>22'), ('preallocated', '>24'), ('ratio', '>22')], rows)
 
 
 def hmm_dma_section(runs):
     """runs: [(profile, rows of 20-hmm-dma.csv)]"""
     rows = []
     for profile, csv_rows in runs:
-        for r in csv_rows:
-            single, run = float(r['single_ns_per_page']), float(r['run_ns_per_page'])
-            rows.append((profile, int(r['pages']), single, run, ratio(single, run)))
+        single = by_rep(csv_rows, lambda r: int(r['pages']),
+                        lambda r: float(r['single_ns_per_page']))
+        run = by_rep(csv_rows, lambda r: int(r['pages']), lambda r: float(r['run_ns_per_page']))
+        for pages in sorted(single):
+            rows.append((profile, pages, spread(single[pages]), spread(run[pages]),
+                         ratio_spread(single[pages], run[pages])))
     table('''
 HMM DMA helpers: mapping a faulted run of pages, in ns per page (test_hmm DMA mode
-on the edu device). "single": hmm_dma_map_pfn() per page, one IOTLB sync each;
-"run": one hmm_dma_map_pfns() for the run, one sync. "ratio" = single / run.
-''', [('profile', '<14'), ('pages', '>6'), ('single', '>10.1f'), ('run', '>10.1f'),
-      ('ratio', '>8')], rows)
+on the edu device), the median of the repetitions with their range. "single":
+hmm_dma_map_pfn() per page, one IOTLB sync each; "run": one hmm_dma_map_pfns() for the
+run, one sync. "ratio" = single / run, repetition by repetition.
+''', [('profile', '<14'), ('pages', '>6'), ('single', '>24'), ('run', '>24'),
+      ('ratio', '>22')], rows)
 
 
 def odp_reps(csv_rows):

@@ -5,7 +5,8 @@
  * hmm_dma_map_pfns() for the run (one sync), through test_hmm's DMA mode
  * (HMM_DMIRROR_DMA_BENCH). Needs a DMA device bound to test_hmm_dma.
  *
- * Prints CSV: pages,loops,single_ns_per_page,run_ns_per_page
+ * Each run length is measured REPS times (both ways in each ioctl, so the two
+ * take turns). Prints CSV: pages,rep,loops,single_ns_per_page,run_ns_per_page
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -23,6 +24,8 @@
 #define MAX_PAGES	512
 /* Page mappings per measurement, whatever the run length. */
 #define MAPS_PER_RUN	51200
+/* Repetitions of each measurement: fewer decide nothing on a noisy machine. */
+#define REPS		5
 
 static const char *device = "/dev/hmm_dmirror0";
 
@@ -41,7 +44,7 @@ int main(int argc, char **argv)
 	struct hmm_dmirror_cmd cmd = { 0 };
 	long page_size = sysconf(_SC_PAGESIZE);
 	unsigned char *buf;
-	int fd, a;
+	int fd, a, rep;
 
 	for (a = 1; a < argc; a++) {
 		char *end;
@@ -88,24 +91,27 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
-	printf("pages,loops,single_ns_per_page,run_ns_per_page\n");
+	printf("pages,rep,loops,single_ns_per_page,run_ns_per_page\n");
 	for (i = 0; i < nruns; i++) {
-		struct hmm_dmirror_dma_bench b = {
-			.addr = (uintptr_t)buf,
-			.npages = runs[i],
-			.loops = MAPS_PER_RUN / runs[i],
-		};
+		for (rep = 0; rep < REPS; rep++) {
+			struct hmm_dmirror_dma_bench b = {
+				.addr = (uintptr_t)buf,
+				.npages = runs[i],
+				.loops = MAPS_PER_RUN / runs[i],
+			};
 
-		if (ioctl(fd, HMM_DMIRROR_DMA_BENCH, &b)) {
-			fprintf(stderr, "benchmark of %lu pages failed: %s\n", runs[i],
-				strerror(errno));
-			munmap(buf, MAX_PAGES * page_size);
-			close(fd);
-			return 1;
+			if (ioctl(fd, HMM_DMIRROR_DMA_BENCH, &b)) {
+				fprintf(stderr, "benchmark of %lu pages failed: %s\n", runs[i],
+					strerror(errno));
+				munmap(buf, MAX_PAGES * page_size);
+				close(fd);
+				return 1;
+			}
+			printf("%lu,%d,%llu,%.1f,%.1f\n", runs[i], rep,
+			       (unsigned long long)b.loops, (double)b.single_ns / runs[i],
+			       (double)b.run_ns / runs[i]);
+			fflush(stdout);
 		}
-		printf("%lu,%llu,%.1f,%.1f\n", runs[i], (unsigned long long)b.loops,
-		       (double)b.single_ns / runs[i], (double)b.run_ns / runs[i]);
-		fflush(stdout);
 	}
 	munmap(buf, MAX_PAGES * page_size);
 	close(fd);
