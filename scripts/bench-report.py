@@ -47,11 +47,21 @@ def table(intro, columns, rows):
 
 
 def by_rep(csv_rows, key, value):
-    """{key(row): [value(row) of each repetition, in the order of their rep column]}"""
+    """{key(row): {rep: value(row)}}: a repetition that failed in one way is missing there."""
     v = {}
     for r in csv_rows:
         v.setdefault(key(r), {})[int(r.get('rep') or 0)] = value(r)
-    return {k: [reps[i] for i in sorted(reps)] for k, reps in v.items()}
+    return v
+
+
+def rep_spread(reps):
+    return spread(list(reps.values()))
+
+
+def rep_ratio(a, b):
+    """ratio_spread() of the repetitions both ways measured, paired by their number."""
+    both = sorted(set(a) & set(b))
+    return ratio_spread([a[i] for i in both], [b[i] for i in both]) if both else None
 
 
 def dma_map_section(runs):
@@ -62,11 +72,11 @@ def dma_map_section(runs):
                       lambda r: float(r['map_ns_per_page']) + float(r['unmap_ns_per_page']))
         for pages in sorted({p for p, _ in cost}):
             page, iova, link = (cost.get((pages, m)) for m in ('pages', 'iova', 'iova-link'))
-            rows.append((profile, pages, spread(page) if page else None,
-                         spread(iova) if iova else None,
-                         ratio_spread(page, iova) if page and iova else None,
-                         spread(link) if link else None,
-                         ratio_spread(page, link) if page and link else None))
+            rows.append((profile, pages, rep_spread(page) if page else None,
+                         rep_spread(iova) if iova else None,
+                         rep_ratio(page, iova) if page and iova else None,
+                         rep_spread(link) if link else None,
+                         rep_ratio(page, link) if page and link else None))
     table('''
 DMA mapping cost per page, map + unmap, in ns (dma_map_benchmark on the edu device,
 FROM_DEVICE, one thread): the median of the repetitions, the three ways taking turns,
@@ -88,8 +98,8 @@ def hmm_dma_section(runs):
                         lambda r: float(r['single_ns_per_page']))
         run = by_rep(csv_rows, lambda r: int(r['pages']), lambda r: float(r['run_ns_per_page']))
         for pages in sorted(single):
-            rows.append((profile, pages, spread(single[pages]), spread(run[pages]),
-                         ratio_spread(single[pages], run[pages])))
+            rows.append((profile, pages, rep_spread(single[pages]), rep_spread(run.get(pages, {}))
+                         if run.get(pages) else None, rep_ratio(single[pages], run.get(pages, {}))))
     table('''
 HMM DMA helpers: mapping a faulted run of pages, in ns per page (test_hmm DMA mode
 on the edu device), the median of the repetitions with their range. "single":
@@ -254,7 +264,8 @@ def compare_section(pairs, other):
                 rows.append((profile, label, size_text(size), unit,
                              spread(mine), f'not measured: {why}', None))
                 continue
-            faster = unit in ('us',) or section == 'faults'
+            # Lower is better for times, fault counts and kernel memory.
+            faster = unit in ('us', 'bytes') or section in ('faults', 'memory')
             r = ratio_spread(other_vals, mine) if faster else ratio_spread(mine, other_vals)
             rows.append((profile, label, size_text(size), unit, spread(mine),
                          spread(other_vals), r))
@@ -267,8 +278,9 @@ def compare_section(pairs, other):
     table(f'''
 Ours against {other}, odp-bench rows, booted in turn ({len(pairs[0][1])} boots of each per
 profile): each cell is the median over boots of each boot's median, with the range over
-boots; "ours/theirs" is a speed ratio per pair of boots (for times and fault counts the
-inverse), above 1 when ours is faster or faults less. A row one kernel did not measure
+boots; "ours/theirs" is a speed ratio per pair of boots (for times, fault counts and
+kernel memory the inverse), above 1 when ours is faster, faults less or keeps less per
+page. A row one kernel did not measure
 says so (its odp-bench log says why).
 ''', [('profile', '<14'), ('measurement', '<40'), ('size', '>6'), ('unit', '>9'),
       ('ours', '>26'), ('theirs', '>32'), ('ours/theirs', '>24')], rows)

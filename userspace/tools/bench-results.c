@@ -80,11 +80,13 @@ double bench_median(const double *v, unsigned int n, double *lo, double *hi)
 double bench_ratio(const struct bench_result *a, const struct bench_result *b, double *lo,
 		   double *hi)
 {
+	unsigned int i, n = 0, reps = a->n < b->n ? a->n : b->n;
 	double r[BENCH_MAX_REPS];
-	unsigned int i, n = a->n < b->n ? a->n : b->n;
 
-	for (i = 0; i < n; i++)
-		r[i] = b->v[i] ? a->v[i] / b->v[i] : 0;
+	/* A repetition with nothing to divide by has no ratio. */
+	for (i = 0; i < reps; i++)
+		if (b->v[i])
+			r[n++] = a->v[i] / b->v[i];
 	return bench_median(r, n, lo, hi);
 }
 

@@ -43,7 +43,10 @@ void bench_not_measured(struct bench_results *b, const char *section, const char
 
 /* Median, smallest and largest of @n values. */
 double bench_median(const double *v, unsigned int n, double *lo, double *hi);
-/* The median of a->v[i] / b->v[i], the repetitions taken side by side, and their range. */
+/*
+ * The median of a->v[i] / b->v[i], the repetitions taken side by side, and their range
+ * (0 when no b->v[i] is non-zero).
+ */
 double bench_ratio(const struct bench_result *a, const struct bench_result *b, double *lo,
 		   double *hi);
 

@@ -492,6 +492,11 @@ static void parse_only(bool *run)
 		run[i] = !only;
 	if (!only)
 		return;
+	if (!strspn(only, "abcdefghijklmnopqrstuvwxyz_")) {
+		fprintf(stderr, "%s: --only wants a section, not '%s' (see --help)\n", tool.name,
+			only);
+		exit(2);
+	}
 	if (strlen(only) >= sizeof(list))
 		die(&tool, "--only: a list of at most %zu characters", sizeof(list) - 1);
 	strcpy(list, only);
