@@ -94,11 +94,8 @@ plot DATA using 1:2 with linespoints lw 2 title "hmm_dma_map_pfn() per page", \\
 
 def odp_medians(rows):
     """{(section, metric, memory, size): median of the repetitions} of 30-odp.csv"""
-    reps = {}
-    for r in rows:
-        reps.setdefault((r['section'], r['metric'], r['memory'], int(r['size_bytes'])),
-                        []).append(float(r['value']))
-    return {k: statistics.median(vals) for k, vals in reps.items()}
+    return medians(rows, lambda r: (r['section'], r['metric'], r['memory'], int(r['size_bytes'])),
+                   lambda r: float(r['value']))
 
 
 def odp_plots(outdir, profile, rows):

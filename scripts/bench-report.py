@@ -111,12 +111,12 @@ run, one sync. "ratio" = single / run, repetition by repetition.
 
 def odp_reps(csv_rows):
     """{(section, metric, memory, size): ([value of each repetition], unit)} of odp-bench's CSV"""
-    v = {}
-    for r in csv_rows:
-        key = (r['section'], r['metric'], r['memory'], int(r['size_bytes']))
-        vals, _ = v.setdefault(key, ({}, r['unit']))
-        vals[int(r.get('rep') or 0)] = float(r['value'])
-    return {k: ([vals[i] for i in sorted(vals)], unit) for k, (vals, unit) in v.items()}
+    def key(r):
+        return (r['section'], r['metric'], r['memory'], int(r['size_bytes']))
+
+    units = {key(r): r['unit'] for r in csv_rows}
+    return {k: ([reps[i] for i in sorted(reps)], units[k])
+            for k, reps in by_rep(csv_rows, key, lambda r: float(r['value'])).items()}
 
 
 def num(v):
@@ -201,19 +201,16 @@ def cross_host_section(runs):
     """runs: [(name, rows of 50-cross-host.csv)]: repetitions paired by their number."""
     rows = []
     for name, csv_rows in runs:
-        v = {}
-        for r in csv_rows:
-            key = (r['section'], r['metric'], int(r['size_bytes']))
-            v.setdefault(key, {}).setdefault(r['memory'], {})[int(r['rep'])] = float(r['value'])
-            v[key]['unit'] = r['unit']
-        for (section, metric, size), m in v.items():
-            odp, pinned = m.get('odp', {}), m.get('pinned', {})
-            both = sorted(set(odp) & set(pinned))
-            rows.append((name, f'{section} {metric}', size_text(size), m['unit'],
-                         spread(list(odp.values())) if odp else None,
-                         spread(list(pinned.values())) if pinned else None,
-                         ratio_spread([odp[i] for i in both], [pinned[i] for i in both])
-                         if both else None, f'{len(both)}'))
+        v = by_rep(csv_rows, lambda r: (r['section'], r['metric'], int(r['size_bytes']),
+                                        r['memory']), lambda r: float(r['value']))
+        units = {(r['section'], r['metric'], int(r['size_bytes'])): r['unit'] for r in csv_rows}
+        for (section, metric, size), unit in units.items():
+            odp = v.get((section, metric, size, 'odp'))
+            pinned = v.get((section, metric, size, 'pinned'))
+            rows.append((name, f'{section} {metric}', size_text(size), unit,
+                         rep_spread(odp) if odp else None, rep_spread(pinned) if pinned else None,
+                         rep_ratio(odp, pinned) if odp and pinned else None,
+                         f'{len(set(odp or {}) & set(pinned or {}))}'))
     table('''
 Across two guests (a two-node make cluster on a QEMU link): ODP against pinned memory with
 perftest and ucx_perftest from node0 to node1, ODP and pinned taking turns; each cell is
