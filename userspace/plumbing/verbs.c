@@ -3,7 +3,9 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -264,7 +266,7 @@ int vt_loopback_create_ex(struct vt_loopback *lb, struct ibv_context *ctx,
 			     (send_ops_flags ? IBV_QP_INIT_ATTR_SEND_OPS_FLAGS : 0),
 		.send_ops_flags = send_ops_flags,
 	};
-	int i, ret;
+	int i, flags, ret;
 
 	memset(lb, 0, sizeof(*lb));
 	lb->ctx = ctx;
@@ -287,8 +289,22 @@ int vt_loopback_create_ex(struct vt_loopback *lb, struct ibv_context *ctx,
 		}
 		lb->own_pd = true;
 	}
-	lb->send_cq = ibv_create_cq(ctx, VT_CQ_DEPTH, NULL, NULL, 0);
-	lb->recv_cq = ibv_create_cq(ctx, VT_CQ_DEPTH, NULL, NULL, 0);
+	for (i = 0; i < 2; i++) {
+		lb->channel[i] = ibv_create_comp_channel(ctx);
+		if (!lb->channel[i]) {
+			fprintf(stderr, "ibv_create_comp_channel: %s\n", strerror(errno));
+			goto err;
+		}
+		/* Never blocks in ibv_get_cq_event(): vt_poll_one() has a time limit. */
+		flags = fcntl(lb->channel[i]->fd, F_GETFL);
+		if (flags < 0 || fcntl(lb->channel[i]->fd, F_SETFL, flags | O_NONBLOCK)) {
+			fprintf(stderr, "fcntl(completion channel, O_NONBLOCK): %s\n",
+				strerror(errno));
+			goto err;
+		}
+	}
+	lb->send_cq = ibv_create_cq(ctx, VT_CQ_DEPTH, NULL, lb->channel[0], 0);
+	lb->recv_cq = ibv_create_cq(ctx, VT_CQ_DEPTH, NULL, lb->channel[1], 0);
 	if (!lb->send_cq || !lb->recv_cq) {
 		fprintf(stderr, "ibv_create_cq(%d entries): %s\n", VT_CQ_DEPTH, strerror(errno));
 		goto err;
@@ -324,9 +340,13 @@ void vt_loopback_destroy(struct vt_loopback *lb)
 		fprintf(stderr, "ibv_destroy_cq: %s\n", strerror(errno));
 	if (lb->recv_cq && ibv_destroy_cq(lb->recv_cq))
 		fprintf(stderr, "ibv_destroy_cq: %s\n", strerror(errno));
+	for (i = 0; i < 2; i++)
+		if (lb->channel[i] && ibv_destroy_comp_channel(lb->channel[i]))
+			fprintf(stderr, "ibv_destroy_comp_channel: %s\n", strerror(errno));
 	if (lb->pd && lb->own_pd && ibv_dealloc_pd(lb->pd))
 		fprintf(stderr, "ibv_dealloc_pd: %s\n", strerror(errno));
 	memset(lb->qp, 0, sizeof(lb->qp));
+	memset(lb->channel, 0, sizeof(lb->channel));
 	lb->send_cq = NULL;
 	lb->recv_cq = NULL;
 	lb->pd = NULL;
@@ -398,14 +418,50 @@ int vt_wait_ms(void)
 	return ms;
 }
 
-/* Completions sooner than this are waited for by spinning: latency tests stay exact. */
-#define SPIN_MS		10
+/*
+ * Completions sooner than this are waited for by spinning: latency tests stay exact.
+ * Longer waits sleep until the completion's event, so that the waiting program leaves
+ * the CPU to the kernel threads that do soft-RoCE's work and wakes when the completion
+ * comes, not at the next timer tick (nanosleep() without high-resolution timers sleeps
+ * whole ticks of 4 ms: on a 1 MiB message that is a quarter of its time).
+ */
+#define SPIN_NS		1000000
 #define POLL_SLEEP_US	200
+
+/*
+ * Wait up to timeout_ms for the event of armed cq on its completion channel, whose fd
+ * does not block. 0 when an event came, or the wait ended without one (a signal, the
+ * time limit, another waiter took it): the caller polls again. -1 on error.
+ */
+static int wait_cq_event(struct ibv_cq *cq, int timeout_ms)
+{
+	struct pollfd pfd = { .fd = cq->channel->fd, .events = POLLIN };
+	struct ibv_cq *ev_cq;
+	void *ev_ctx;
+	int n;
+
+	n = poll(&pfd, 1, timeout_ms);
+	if (n < 0 && errno != EINTR) {
+		fprintf(stderr, "poll(completion channel): %s\n", strerror(errno));
+		return -1;
+	}
+	if (n <= 0)
+		return 0;
+	if (ibv_get_cq_event(cq->channel, &ev_cq, &ev_ctx)) {
+		if (errno == EAGAIN)
+			return 0;
+		fprintf(stderr, "ibv_get_cq_event: %s\n", strerror(errno));
+		return -1;
+	}
+	ibv_ack_cq_events(ev_cq, 1);
+	return 0;
+}
 
 int vt_poll_one(struct ibv_cq *cq, struct ibv_wc *wc, int timeout_ms)
 {
-	long long start = vt_now_ms(), waited;
 	const struct timespec pause = { .tv_nsec = POLL_SLEEP_US * 1000 };
+	long long start = vt_now_ns(), waited;
+	bool armed = false;
 	int n;
 
 	for (;;) {
@@ -416,11 +472,26 @@ int vt_poll_one(struct ibv_cq *cq, struct ibv_wc *wc, int timeout_ms)
 		}
 		if (n == 1)
 			return 0;
-		waited = vt_now_ms() - start;
-		if (waited >= timeout_ms)
+		waited = vt_now_ns() - start;
+		if (waited >= timeout_ms * 1000000LL)
 			break;
-		if (waited >= SPIN_MS)
+		if (waited < SPIN_NS)
+			continue;
+		if (!cq->channel) {
 			nanosleep(&pause, NULL);
+		} else if (!armed) {
+			/* Poll once more after arming: a completion before it raises no event. */
+			n = ibv_req_notify_cq(cq, 0);
+			if (n) {
+				fprintf(stderr, "ibv_req_notify_cq: %s\n", strerror(n));
+				return -1;
+			}
+			armed = true;
+		} else {
+			if (wait_cq_event(cq, timeout_ms - (int)(waited / 1000000)))
+				return -1;
+			armed = false;
+		}
 	}
 	fprintf(stderr, "no completion within %d ms\n", timeout_ms);
 	dump_hw_counters(cq->context);

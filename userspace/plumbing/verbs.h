@@ -77,6 +77,7 @@ struct vt_loopback {
 	struct ibv_pd *pd;
 	struct ibv_cq *send_cq;	/* completions of posted sends, both QPs */
 	struct ibv_cq *recv_cq;	/* completions of posted receives, both QPs */
+	struct ibv_comp_channel *channel[2];	/* the events of send_cq and recv_cq */
 	struct ibv_qp *qp[2];
 	union ibv_gid gid;
 	uint8_t port;
@@ -117,7 +118,8 @@ long long vt_now_ms(void);
 
 /*
  * Wait up to timeout_ms for one completion on cq. 0 on success, -1 on error or timeout.
- * It spins for the first few milliseconds and then sleeps between polls, leaving the
+ * It spins for the first millisecond, then sleeps until the CQ's completion event when
+ * cq has a completion channel (vt_loopback's have one), else between polls, leaving the
  * CPU to the kernel threads that do soft-RoCE's work.
  */
 int vt_poll_one(struct ibv_cq *cq, struct ibv_wc *wc, int timeout_ms);
