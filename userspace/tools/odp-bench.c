@@ -48,8 +48,9 @@ static struct tool tool = {
 		  OPT_STRING, &only },
 		{ 0 }
 	},
-	.details = "Every measurement is repeated, ODP and pinned in turn, and reported as the median\n"
-		   "with the range of the repetitions; a ratio ODP / pinned is the median of the\n"
+	.details = "Every measurement is repeated, ODP and pinned in turn (each going first in every\n"
+		   "other repetition), and reported as the median with the range of the\n"
+		   "repetitions; a ratio ODP / pinned is the median of the\n"
 		   "ratios of the repetitions, with their range. CSV columns:\n"
 		   "section,metric,memory,size_bytes,rep,value,unit (one row per repetition).\n"
 		   "Absolute numbers depend on the machine; only ratios of one run compare.\n"
@@ -70,6 +71,16 @@ static struct tool_buf warm;	/* pinned, touched: the other side of each transfer
 static size_t page_size;
 static const enum ibodp_kind kinds[] = { IBODP_EXPLICIT, IBODP_PINNED };
 
+/*
+ * The index into kinds[] of the @k-th run of repetition @rep: ODP and pinned take
+ * turns going first, so that neither is always the one that runs while the kernel
+ * still tidies up after the other (freeing its pages, flushing its IOTLB entries).
+ */
+static unsigned int turn(unsigned int rep, unsigned int k)
+{
+	return (rep + k) & 1;
+}
+
 static void record(const char *section, const char *metric, const char *memory, size_t size,
 		   double value, const char *unit)
 {
@@ -84,14 +95,15 @@ static const char *mem_name(enum ibodp_kind kind)
 
 static void bench_registration(void)
 {
+	unsigned int i, k, rep;
 	struct tool_buf b;
 	long long t0;
-	unsigned int k, rep;
 	size_t size;
 
 	for (size = 4096; size <= max_size; size *= 16) {
 		for (rep = 0; rep < reps; rep++) {
-			for (k = 0; k < 2; k++) {
+			for (i = 0; i < 2; i++) {
+				k = turn(rep, i);
 				progress(&tool, "registration: %s %zu KiB, %u of %u", mem_name(kinds[k]),
 					 size >> 10, rep + 1, reps);
 				memset(&b, 0, sizeof(b));
@@ -212,7 +224,7 @@ static char metric_names[VT_NTRANSFERS][NR_PAGE_MODES][48];
 static void bench_first_touch(void)
 {
 	struct ibodp_counters before, after, d;
-	unsigned int k, i, pm, rep, run = 100;
+	unsigned int j, k, i, pm, rep, run = 100;
 	struct tool_buf fresh;
 	const char *metric;
 	bool counted;
@@ -226,7 +238,8 @@ static void bench_first_touch(void)
 				 page_modes[pm].suffix);
 			metric = metric_names[i][pm];
 			for (rep = 0; rep < reps; rep++) {
-				for (k = 0; k < 2; k++) {
+				for (j = 0; j < 2; j++) {
+					k = turn(rep, j);
 					progress(&tool, "first touch: %s, %s, %u of %u", metric,
 						 mem_name(kinds[k]), rep + 1, reps);
 					tool_buf_init_advised(&tool, &fresh, dev, pd, touch_size,
@@ -266,7 +279,7 @@ static void bench_steady(void)
 	struct tool_buf dst[2];
 	unsigned long long bytes, n;
 	long long t0, spent;
-	unsigned int k, rep;
+	unsigned int i, k, rep;
 
 	vt_fill(warm.p, chunk, 7);
 	for (k = 0; k < 2; k++)
@@ -276,7 +289,8 @@ static void bench_steady(void)
 			       7) < 0)
 			goto fail;
 	for (rep = 0; rep < reps; rep++) {
-		for (k = 0; k < 2; k++) {
+		for (i = 0; i < 2; i++) {
+			k = turn(rep, i);
 			progress(&tool, "steady state: %s, %u of %u", mem_name(kinds[k]), rep + 1,
 				 reps);
 			for (bytes = 0, t0 = vt_now_ns(); vt_now_ns() - t0 < each * 1e9; bytes += chunk)
