@@ -50,8 +50,8 @@ static struct tool tool = {
 	},
 	.details = "Every measurement is repeated, ODP and pinned in turn (each going first in every\n"
 		   "other repetition), and reported as the median with the range of the\n"
-		   "repetitions; a ratio ODP / pinned is the median of the\n"
-		   "ratios of the repetitions, with their range. CSV columns:\n"
+		   "repetitions; a ratio ODP / pinned is the median of the ratios of the\n"
+		   "repetitions, with their range. CSV columns:\n"
 		   "section,metric,memory,size_bytes,rep,value,unit (one row per repetition).\n"
 		   "Absolute numbers depend on the machine; only ratios of one run compare.\n"
 		   "A transfer that fails or moves wrong bytes leaves its measurement out (said\n"
