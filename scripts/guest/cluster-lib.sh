@@ -102,11 +102,12 @@ cluster_suite() {
 # CLIENT here once the server listens (LISTEN: its TCP port, or cm for an rdma_cm id),
 # each for SECONDS at most; their output in PREFIX.server and PREFIX.client, both
 # appended to $log. Sets pair_client and pair_server to their exit statuses (the
-# client's is 1 when the server never listened); 0 when both are 0.
+# client's is 1 when the server never listened), for pair_status; 0 when both are 0.
 run_pair() {
 	local listen=$1 prefix=$2 secs=$3 cmd=$4 server ready
 
 	shift 4
+	pair_prefix=$prefix
 	serve "$PEER" "$prefix.server" "timeout $secs $cmd"
 	server=$served
 	if [ "$listen" = cm ]; then
@@ -126,6 +127,25 @@ run_pair() {
 	pair_server=$?
 	cat "$prefix.server" "$prefix.client" >>"$log"
 	[ $pair_client = 0 ] && [ $pair_server = 0 ]
+}
+
+# pair_status: how the last run_pair ended, for a TAP line: each side's exit status and,
+# when it is not 0, the last line that side printed (where perftest, ibv_rc_pingpong or
+# rping say why they gave up, or how far a side got that timed out), then the log. A CI
+# run keeps only what it prints, not the guests' files.
+pair_status() {
+	local side status last out=''
+
+	for side in client server; do
+		status=$pair_client
+		[ $side = server ] && status=$pair_server
+		last=''
+		[ "$status" = 0 ] ||
+			last=$(grep -v '^[[:space:]]*$' "$pair_prefix.$side" 2>/dev/null | tail -n 1 |
+				tr -d '\r#' | sed 's/^[[:space:]]*//' | cut -c 1-160)
+		out="${out:+$out, }$side exit $status${last:+: \"$last\"}"
+	done
+	echo "$out; log: $log"
 }
 
 # counters_before, then counters_after: the ODP counters' deltas on node0 ($d0) and on

@@ -42,7 +42,7 @@ for t in "${tools[@]}"; do
 			echo "ok $n - $name, $mode memory, node0 to $PEER: $r" >>"$tap"
 			echo "$name|$mode|$r" >>"$OUT/cross-host.txt"
 		else
-			echo "not ok $n - $name, $mode memory, node0 to $PEER (client exit $pair_client, server exit $pair_server; log: $log)" >>"$tap"
+			echo "not ok $n - $name, $mode memory, node0 to $PEER ($(pair_status))" >>"$tap"
 		fi
 		n=$((n + 1))
 		if [ $mode = odp ]; then

@@ -70,7 +70,7 @@ for t in "${tools[@]}"; do
 	if [ "$pair_client" = 0 ] && [ "$pair_server" = 0 ]; then
 		echo "ok $n - $name, through transmit queues that drop" >>"$tap"
 	else
-		echo "not ok $n - $name, through transmit queues that drop (client exit $pair_client, server exit $pair_server; log: $log)" >>"$tap"
+		echo "not ok $n - $name, through transmit queues that drop ($(pair_status))" >>"$tap"
 	fi
 done
 n=$((n + 1))

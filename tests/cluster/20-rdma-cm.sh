@@ -18,7 +18,7 @@ if run_pair cm /tmp/cm 120 "rping -s -a $peer_addr -V -C 200 -S 32768" \
 	rping -c -a "$peer_addr" -V -C 200 -S 32768; then
 	echo "ok 1 - $name" >>"$tap"
 else
-	echo "not ok 1 - $name (client exit $pair_client, server exit $pair_server; log: $log)" >>"$tap"
+	echo "not ok 1 - $name ($(pair_status))" >>"$tap"
 fi
 
 name="odp_rdma_cm: 4 MiB through untouched ODP memory, checked on both sides"
@@ -31,7 +31,7 @@ if run_pair cm /tmp/cm 120 "$example server -s 4194304 $peer_addr" \
 	grep -q '^server: received 4194304 bytes .* all as sent' /tmp/cm.server; then
 	echo "ok 2 - $name" >>"$tap"
 else
-	echo "not ok 2 - $name (client exit $pair_client, server exit $pair_server; log: $log)" >>"$tap"
+	echo "not ok 2 - $name ($(pair_status))" >>"$tap"
 fi
 counters_after
 odp_result 3 odp_rdma_cm
