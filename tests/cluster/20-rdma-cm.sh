@@ -30,6 +30,8 @@ if run_pair cm /tmp/cm 120 "$example server -s 4194304 $peer_addr" \
 	grep -q '^client: wrote 4194304 bytes .* all as sent' /tmp/cm.client &&
 	grep -q '^server: received 4194304 bytes .* all as sent' /tmp/cm.server; then
 	echo "ok 2 - $name" >>"$tap"
+elif [ "$pair_client" = 0 ] && [ "$pair_server" = 0 ]; then
+	echo "not ok 2 - $name (both exited 0, but not both said that all 4194304 bytes arrived as sent; log: $log)" >>"$tap"
 else
 	echo "not ok 2 - $name ($(pair_status))" >>"$tap"
 fi

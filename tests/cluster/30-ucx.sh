@@ -95,7 +95,7 @@ for m in "${modes[@]}"; do
 			echo "not ok $n - $name: $fig # TODO $UCX_CRASH" >>"$tap"
 			echo "ucx_perftest $test|$mode|$fig" >>"$OUT/cross-host.txt"
 		else
-			echo "not ok $n - $name (client exit $crc, server exit $src; log: $log)" >>"$tap"
+			echo "not ok $n - $name ($(pair_status))" >>"$tap"
 		fi
 		n=$((n + 1))
 		if [ "$mode" = pinned ]; then
