@@ -77,11 +77,9 @@ for m in "${modes[@]}"; do
 		# shellcheck disable=SC2086 # the arguments are meant to split into words
 		run_pair 13337 /tmp/ucx 120 "env $env ucx_perftest $extra" \
 			env $env ucx_perftest "$PEER" -t "$test" $args $extra
-		crc=$pair_client
-		src=$pair_server
 		counters_after
-		cv=$(verdict $crc /tmp/ucx.client results)
-		sv=$(verdict $src /tmp/ucx.server '')
+		cv=$(verdict "$pair_client" /tmp/ucx.client results)
+		sv=$(verdict "$pair_server" /tmp/ucx.server '')
 		n=$((n + 1))
 		lat=0
 		[[ $test == *_lat ]] && lat=1
