@@ -93,6 +93,12 @@ struct cause {
 	 * may have taken them.
 	 */
 	bool (*took)(char *msg, size_t len);
+	/*
+	 * When more than 1, how many times setup may place the MR's pages anew when a run
+	 * went well but the cause touched none of them (took() false, no invalidation):
+	 * where the allocator put them decides whether the cause can reach them at all.
+	 */
+	unsigned int placements;
 };
 
 static const char *no_swap(void)
@@ -237,7 +243,9 @@ static void compact_teardown(void)
  * Whether pages of the MR are now in other frames: with khugepaged kept away (setup),
  * KSM not started yet and NUMA balancing off, compaction moved them. Its setup leaves
  * the MR's pages where compaction moves them (it moved 205 to 3310 of the 4096 in each
- * of five runs on distro-mm): none moved is a failure.
+ * of five runs on distro-mm), mostly: once on the debug kernel 248 compactions moved
+ * none of them. So the cause gets up to three placements (.placements); none moved in
+ * all three is a failure.
  */
 static bool compact_took(char *msg, size_t len)
 {
@@ -398,7 +406,8 @@ static const struct cause causes[] = {
 	  .unavailable = no_memcg,
 	  .act = in_cgroup },
 	{ .name = "compaction", .unavailable = no_compaction, .act = compact,
-	  .setup = compact_setup, .teardown = compact_teardown, .took = compact_took },
+	  .setup = compact_setup, .teardown = compact_teardown, .took = compact_took,
+	  .placements = 3 },
 	{ .name = "NUMA migration", .unavailable = one_node, .act = migrate },
 	{ .name = "NUMA balancing", .unavailable = no_balancing, .act = balanced },
 	{ .name = "THP collapse and split", .unavailable = no_thp, .act = thp_churn },
@@ -547,9 +556,11 @@ static bool invalidated(long before)
 /*
  * Rounds of traffic while @a acts, and the round in flight when it is done (a round
  * need not get through while the kernel keeps taking its pages); the check's verdict.
+ * With @again, a clean run in which the cause touched none of the MR's pages gives no
+ * verdict: *@again is set instead, for the caller to place the pages anew.
  */
 static bool run(struct vt_loopback *lb, struct vt_odp_buf *src, struct vt_odp_buf *back,
-		struct actor *a, const char *name)
+		struct actor *a, const char *name, bool *again)
 {
 	long b[VT_ODP_NCOUNTERS], c[VT_ODP_NCOUNTERS], d[VT_ODP_NCOUNTERS] = { 0 };
 	long retries = vt_hw_counter(ctx, opt.port, "odp_fault_retries");
@@ -613,6 +624,13 @@ static bool run(struct vt_loopback *lb, struct vt_odp_buf *src, struct vt_odp_bu
 		d[VT_ODP_FAULT_ERRORS] == 0;
 	if (a->n == 1 && a->list[0]->took)
 		took = a->list[0]->took(note, sizeof(note));
+	if (again)
+		*again = clean && !took && d[VT_ODP_INVALIDATIONS] == 0;
+	if (again && *again) {
+		tap_diag("%s: %u actions touched none of the MR's pages (%s): placing them anew",
+			 name, atomic_load(&a->acts), note);
+		return moved;
+	}
 	tap_ok(clean && d[VT_ODP_INVALIDATIONS] > 0 && took,
 	       "%s: %u rounds of WRITE + READ or SEND in and out, %lu MiB (%u while it acted), "
 	       "%llu bytes checked, %s; %u actions, %ld invalidations, %ld pages unlinked, "
@@ -655,7 +673,7 @@ int main(int argc, char **argv)
 	struct actor all = { 0 };
 	struct ibv_pd *pd;
 	const char *why;
-	unsigned int i;
+	unsigned int i, place;
 
 	page_size = sysconf(_SC_PAGESIZE);
 	nr_nodes = count_nodes();
@@ -695,10 +713,20 @@ int main(int argc, char **argv)
 			tap_ok(false, "%s: cannot turn it on: %s", causes[i].name, strerror(errno));
 			continue;
 		}
-		if (causes[i].setup && !causes[i].setup()) {
-			tap_ok(false, "%s: cannot set it up", causes[i].name);
-		} else if (!run(&lb, &src, &back, &one, causes[i].name)) {
-			renew(&lb, pd);
+		for (place = 1;; place++) {
+			bool again = false;
+
+			if (causes[i].setup && !causes[i].setup()) {
+				tap_ok(false, "%s: cannot set it up", causes[i].name);
+				break;
+			}
+			if (!run(&lb, &src, &back, &one, causes[i].name,
+				 place < causes[i].placements ? &again : NULL)) {
+				renew(&lb, pd);
+				break;
+			}
+			if (!again)
+				break;
 		}
 		if (causes[i].teardown)
 			causes[i].teardown();
@@ -732,7 +760,7 @@ int main(int argc, char **argv)
 		all.cgroup = cgroup;
 
 		if (!run(&lb, &src, &back, &all,
-			 cgroup ? "all together, in the memory cgroup" : "all together"))
+			 cgroup ? "all together, in the memory cgroup" : "all together", NULL))
 			renew(&lb, pd);
 		ksm_stop();
 		if (cgroup)
