@@ -23,6 +23,16 @@
  * must move the right bytes through it (rxe once took their IOVAs for physical
  * addresses).
  *
+ * A READ parked by a fault that does not settle, its responder QP then moved to the
+ * error state: deregistering the ODP MR must return. rxe once kept the READ's MR
+ * reference for a retry that never came, and ibv_dereg_mr() waited for it forever,
+ * uninterruptibly.
+ *
+ * A SEND into a receive of a shared receive queue in the ODP MR, sent back with an
+ * RNR NAK by a fault that does not settle: the retried SEND lands in the same
+ * receive, and the next receive stays for the next SEND. rxe once took another SRQ
+ * entry for each retry, and the first never completed.
+ *
  * The injection reaches the whole guest (lib/inject.h). About 10 s.
  */
 #include "lib/inject.h"
@@ -265,6 +275,159 @@ static void unsettled(enum op op)
 	odp_pair_close(&s);
 }
 
+/* READ parked, its responder QP moved to the error state: the MR deregisters. */
+static void parked_read_qp_error(void)
+{
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
+	struct odp_pair s;
+	long retries;
+	bool ok;
+	int ret;
+
+	if (!odp_pair_open(&s)) {
+		tap_ok(false, "parked READ, QP in error: cannot set up");
+		return;
+	}
+	vt_hw_counters_settle();
+	retries = vt_hw_counter(ctx, opt.port, "odp_fault_retries");
+	ok = retries >= 0 && vt_inject_start("hmm_range_fault", EBUSY, 100);
+	ok = ok && post(&s, READ_FROM, 0x4700);
+	ok = ok && counter_moves("odp_fault_retries", retries);
+	/* qp[1] answers qp[0]'s READ. */
+	ret = ok ? ibv_modify_qp(s.lb.qp[1], &attr, IBV_QP_STATE) : 0;
+	if (ret)
+		tap_diag("ibv_modify_qp(ERR): %s", strerror(ret));
+	ok = vt_inject_stop() && ok && !ret;
+	if (ok) {
+		ret = ibv_dereg_mr(s.odp.mr);
+		if (ret)
+			tap_diag("ibv_dereg_mr: %s", strerror(ret));
+		else
+			s.odp.mr = NULL;
+		ok = !ret;
+	}
+	tap_ok(ok, "a READ parked by an unsettled fault, its responder QP then in error: the ODP MR deregisters");
+	odp_pair_close(&s);
+}
+
+/* An RC QP on s->lb's PD and CQs, receiving from @srq (or its own queue). */
+static struct ibv_qp *srq_qp(struct odp_pair *s, struct ibv_srq *srq)
+{
+	struct ibv_qp_init_attr init = {
+		.send_cq = s->lb.send_cq, .recv_cq = s->lb.recv_cq, .srq = srq,
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 4, .max_recv_wr = srq ? 0 : 4, .max_send_sge = 1,
+			 .max_recv_sge = 1 },
+	};
+	struct ibv_qp *qp = ibv_create_qp(s->lb.pd, &init);
+
+	if (!qp)
+		tap_diag("ibv_create_qp(%s): %s", srq ? "with an SRQ" : "RC", strerror(errno));
+	return qp;
+}
+
+static bool srq_connect(struct odp_pair *s, struct ibv_qp *qp, struct ibv_qp *peer)
+{
+	struct vt_rc_path path = {
+		.port = opt.port, .gid_index = opt.gid_index, .dgid = s->lb.gid,
+		.remote_qpn = peer->qp_num, .access = IBV_ACCESS_LOCAL_WRITE,
+		.hop_limit = 1, .rd_atomic = 1, .timeout = 14, .retry_cnt = 7, .rnr_retry = 7,
+	};
+
+	return vt_connect_rc(qp, &path) == 0;
+}
+
+/* A SEND of 4 KiB from the pinned buffer on @qp into the SRQ; its completion's status. */
+static bool srq_send(struct odp_pair *s, struct ibv_qp *qp, unsigned int seed)
+{
+	struct ibv_sge sge = { (uintptr_t)s->pinned.p, 4096, s->pinned.mr->lkey };
+	struct ibv_send_wr wr = { .wr_id = 5, .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_SEND, .send_flags = IBV_SEND_SIGNALED }, *bad;
+	int ret;
+
+	vt_fill(s->pinned.p, 4096, seed);
+	ret = ibv_post_send(qp, &wr, &bad);
+	if (ret)
+		tap_diag("ibv_post_send(SEND): %s", strerror(ret));
+	return !ret;
+}
+
+/* The receive that completes next: its wr_id, its bytes right for @seed at @at. */
+static bool srq_received(struct odp_pair *s, uint64_t want_id, size_t at, unsigned int seed)
+{
+	struct ibv_wc wc;
+	long bad;
+
+	if (vt_poll_one(s->lb.send_cq, &wc, VT_WAIT_MS) || wc.status != IBV_WC_SUCCESS) {
+		tap_diag("the SEND did not complete successfully");
+		return false;
+	}
+	if (vt_poll_one(s->lb.recv_cq, &wc, VT_WAIT_MS)) {
+		tap_diag("no receive completed");
+		return false;
+	}
+	if (wc.status != IBV_WC_SUCCESS || wc.wr_id != want_id) {
+		tap_diag("receive wr_id %llu completed (%s), expected %llu",
+			 (unsigned long long)wc.wr_id, ibv_wc_status_str(wc.status),
+			 (unsigned long long)want_id);
+		return false;
+	}
+	bad = vt_check(s->odp.p + at, 4096, seed);
+	if (bad >= 0)
+		tap_diag("receive %llu: byte %ld differs", (unsigned long long)want_id, bad);
+	return bad < 0;
+}
+
+/* A SEND into an SRQ receive in the ODP MR, sent back by an unsettled fault. */
+static void srq_unsettled(void)
+{
+	struct ibv_srq_init_attr sattr = { .attr = { .max_wr = 4, .max_sge = 1 } };
+	struct ibv_qp *qa = NULL, *qb = NULL;
+	struct ibv_srq *srq = NULL;
+	struct odp_pair s;
+	long retries;
+	bool ok;
+	int i, ret;
+
+	if (!odp_pair_open(&s)) {
+		tap_ok(false, "SRQ receive, unsettled fault: cannot set up");
+		return;
+	}
+	srq = ibv_create_srq(s.lb.pd, &sattr);
+	if (!srq)
+		tap_diag("ibv_create_srq: %s", strerror(errno));
+	ok = srq && (qa = srq_qp(&s, NULL)) && (qb = srq_qp(&s, srq)) &&
+	     srq_connect(&s, qa, qb) && srq_connect(&s, qb, qa);
+	/* Two receives, at the ODP MR's start and in its second half. */
+	for (i = 0; ok && i < 2; i++) {
+		struct ibv_sge sge = { (uintptr_t)s.odp.p + i * (BUF_SIZE / 2), 4096,
+				       s.odp.mr->lkey };
+		struct ibv_recv_wr wr = { .wr_id = 100 + i, .sg_list = &sge, .num_sge = 1 }, *bad;
+
+		ret = ibv_post_srq_recv(srq, &wr, &bad);
+		if (ret)
+			tap_diag("ibv_post_srq_recv: %s", strerror(ret));
+		ok = !ret;
+	}
+	vt_hw_counters_settle();
+	retries = vt_hw_counter(ctx, opt.port, "odp_fault_retries");
+	ok = ok && retries >= 0 && vt_inject_start("hmm_range_fault", EBUSY, 100);
+	ok = ok && srq_send(&s, qa, 0x4800);
+	ok = ok && counter_moves("odp_fault_retries", retries);
+	ok = vt_inject_stop() && ok;
+	ok = ok && srq_received(&s, 100, 0, 0x4800);
+	tap_ok(ok, "a SEND into an SRQ receive in the ODP MR, sent back by an unsettled fault, lands in that receive");
+	ok = ok && srq_send(&s, qa, 0x4801) && srq_received(&s, 101, BUF_SIZE / 2, 0x4801);
+	tap_ok(ok, "the next SEND lands in the next SRQ receive");
+	if (qa)
+		ibv_destroy_qp(qa);
+	if (qb)
+		ibv_destroy_qp(qb);
+	if (srq)
+		ibv_destroy_srq(srq);
+	odp_pair_close(&s);
+}
+
 /*
  * A fault that fails for good (@err from @func): the operation completes with error
  * @want (the request's own, not the flush of the work requests after it), counted as a
@@ -344,7 +507,7 @@ static void no_iova(void)
 int main(int argc, char **argv)
 {
 	struct ibv_device_attr_ex attr;
-	const int tests = NR_OPS + 4;
+	const int tests = NR_OPS + 7;
 	enum op op;
 
 	ctx = vt_odp_start(argc, argv, &opt, tests, VT_NEED_ODP | VT_NEED_COUNTERS,
@@ -360,6 +523,8 @@ int main(int argc, char **argv)
 
 	for (op = 0; op < NR_OPS; op++)
 		unsettled(op);
+	parked_read_qp_error();
+	srq_unsettled();
 	fails("hmm_range_fault", EFAULT, WRITE_INTO, IBV_WC_REM_ACCESS_ERR);
 	fails("hmm_range_fault", EFAULT, SEND_FROM, IBV_WC_LOC_PROT_ERR);
 	if (vt_odp_dma(ctx, &opt) == VT_DMA_VIRTUAL)

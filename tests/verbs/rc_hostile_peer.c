@@ -11,6 +11,11 @@
  * - The peer answers an RDMA READ with a READ response middle, as if the first one
  *   were lost: the READ must complete with a bad response error. rxe once hit a WARN
  *   there and completed the READ successfully, its data never written.
+ * - The peer reads rxe's memory (a READ request), writes zero bytes (an RDMA WRITE
+ *   of length 0), then repeats the READ, as a requester whose response was lost
+ *   does: rxe must answer the duplicate with the same bytes. rxe once took the MR of
+ *   the replay from the zero-length WRITE, none, and warned in rxe_mr_copy() for
+ *   every such duplicate, answering nothing.
  *
  * About 1 s.
  */
@@ -38,9 +43,11 @@ static const uint8_t peer_mac[6] = { 0x02, 0x00, 0x00, 0x00, 0x99, 0x02 };
 #define WAIT_MS		10000
 
 enum {
+	OP_WRITE_ONLY = 0x0a,
 	OP_READ_REQUEST = 0x0c,
 	OP_READ_RESPONSE_MIDDLE = 0x0e,
 	OP_READ_RESPONSE_ONLY = 0x10,
+	OP_ACKNOWLEDGE = 0x11,
 };
 
 struct peer {
@@ -50,6 +57,8 @@ struct peer {
 	struct ibv_qp *qp;
 	struct ibv_mr *mr;
 	uint8_t buf[READ_SIZE];
+	struct ibv_mr *target_mr;	/* what the peer reads of rxe: target */
+	uint8_t target[READ_SIZE];
 	int tap;
 	uint8_t tap_mac[6];
 	uint32_t local_ip, peer_ip;	/* network order */
@@ -124,6 +133,8 @@ static bool send_frame(struct peer *p, uint8_t opcode, uint32_t psn, const uint8
 	bth[0] = opcode;
 	put16(bth + 2, 0xffff);
 	put24(bth + 5, p->qp->qp_num);
+	if (opcode == OP_WRITE_ONLY || opcode == OP_READ_REQUEST)
+		bth[8] = 0x80;	/* a request of the peer asks for its ACK */
 	put24(bth + 9, psn);
 	memcpy(rest, ext, ext_len);
 	memcpy(rest + ext_len, payload, len);
@@ -172,6 +183,77 @@ static long read_request(struct peer *p)
 	return -1;
 }
 
+/*
+ * Wait for a frame rxe sends to the peer's QP with @opcode; its PSN, with what follows
+ * the BTH (before the ICRC) in ext[*len], or -1 (said).
+ */
+static long next_frame(struct peer *p, uint8_t opcode, uint8_t *ext, size_t *len)
+{
+	long long deadline = vt_now_ms() + WAIT_MS;
+	struct pollfd pfd = { .fd = p->tap, .events = POLLIN };
+	uint8_t f[2048];
+
+	while (vt_now_ms() < deadline) {
+		ssize_t n;
+		const uint8_t *ip = f + 14, *udp = ip + 20, *bth = udp + 8;
+
+		if (poll(&pfd, 1, 100) <= 0)
+			continue;
+		n = read(p->tap, f, sizeof(f));
+		if (n < 14 + 20 + 8 + 12 + 4 || f[12] != 0x08 || f[13] != 0x00 ||
+		    ip[0] != 0x45 || ip[9] != 17 || (udp[2] << 8 | udp[3]) != ROCE_PORT)
+			continue;	/* not RoCEv2 over IPv4 */
+		if (bth[0] != opcode ||
+		    (uint32_t)(bth[5] << 16 | bth[6] << 8 | bth[7]) != PEER_QPN)
+			continue;
+		*len = n - (14 + 20 + 8 + 12 + 4);
+		memcpy(ext, bth + 12, *len);
+		return bth[9] << 16 | bth[10] << 8 | bth[11];
+	}
+	tap_diag("no frame with opcode %#x came out of the tap in %d ms", opcode, WAIT_MS);
+	return -1;
+}
+
+static void put32(uint8_t *p, uint32_t v)
+{
+	put16(p, v >> 16);
+	put16(p + 2, v);
+}
+
+/* A RETH: virtual address, rkey, length. */
+static void reth(uint8_t *r, uint64_t va, uint32_t rkey, uint32_t len)
+{
+	put32(r, va >> 32);
+	put32(r + 4, va);
+	put32(r + 8, rkey);
+	put32(r + 12, len);
+}
+
+/*
+ * The peer's READ of rxe's target at @psn: the READ response only must carry its
+ * bytes. Its frame: AETH (4 bytes), then the data.
+ */
+static bool peer_reads(struct peer *p, uint32_t psn)
+{
+	uint8_t r[16], ext[4 + READ_SIZE];
+	size_t len;
+	long got;
+
+	reth(r, (uintptr_t)p->target, p->target_mr->rkey, READ_SIZE);
+	if (!send_frame(p, OP_READ_REQUEST, psn, r, sizeof(r), NULL, 0))
+		return false;
+	got = next_frame(p, OP_READ_RESPONSE_ONLY, ext, &len);
+	if (got < 0)
+		return false;
+	if (got != (long)psn || len != sizeof(ext) || memcmp(ext + 4, p->target, READ_SIZE)) {
+		tap_diag("READ response: PSN %ld (expected %u), %zu bytes, %s", got, psn, len,
+			 len == sizeof(ext) && !memcmp(ext + 4, p->target, READ_SIZE) ?
+			 "the right data" : "not the target's bytes");
+		return false;
+	}
+	return true;
+}
+
 static int find_gid(struct peer *p)
 {
 	struct ibv_gid_entry e;
@@ -197,7 +279,7 @@ static bool connect_qp(struct peer *p)
 		.port = 1,
 		.gid_index = p->gid_index,
 		.remote_qpn = PEER_QPN,
-		.access = IBV_ACCESS_REMOTE_READ,
+		.access = IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE,
 		.sq_psn = 0x100,
 		.hop_limit = 64,
 		.rd_atomic = 1,
@@ -334,7 +416,9 @@ int main(int argc, char **argv)
 	p.pd = ibv_alloc_pd(p.ctx);
 	p.cq = p.pd ? ibv_create_cq(p.ctx, 4, NULL, NULL, 0) : NULL;
 	p.mr = p.cq ? ibv_reg_mr(p.pd, p.buf, READ_SIZE, IBV_ACCESS_LOCAL_WRITE) : NULL;
-	if (!p.mr)
+	p.target_mr = p.mr ? ibv_reg_mr(p.pd, p.target, READ_SIZE, IBV_ACCESS_LOCAL_WRITE |
+					IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE) : NULL;
+	if (!p.target_mr)
 		tap_bail("cannot set up PD, CQ and MR: %s", strerror(errno));
 
 	/* A proper answer: ACK with unlimited credits, MSN 1, and the data. */
@@ -354,7 +438,26 @@ int main(int argc, char **argv)
 	       "the peer's READ response middle, none first: the READ completes with a bad "
 	       "response error (%s)", ok ? ibv_wc_status_str(status) : "no completion");
 
+	/*
+	 * The peer as requester, rxe's QP answering from PSN 0: a READ, a WRITE of
+	 * nothing (rkey 0, as C9-88 allows), the READ again.
+	 */
+	vt_fill(p.target, READ_SIZE, 0x7700);
+	{
+		uint8_t r[16], ack[4];
+		size_t len;
+
+		reth(r, 0, 0, 0);
+		ok = connect_qp(&p) && peer_reads(&p, 0) &&
+		     send_frame(&p, OP_WRITE_ONLY, 1, r, sizeof(r), NULL, 0) &&
+		     next_frame(&p, OP_ACKNOWLEDGE, ack, &len) == 1;
+		tap_ok(ok, "the peer reads 512 bytes of rxe's memory, then writes zero bytes");
+		tap_ok(ok && peer_reads(&p, 0),
+		       "the peer's duplicate of that READ is answered with the same bytes");
+	}
+
 	ibv_destroy_qp(p.qp);
+	ibv_dereg_mr(p.target_mr);
 	ibv_dereg_mr(p.mr);
 	ibv_destroy_cq(p.cq);
 	ibv_dealloc_pd(p.pd);
