@@ -10,6 +10,10 @@
  *    the MR and its umem under the fault (a use after free when the file system
  *    answered). The READ is held for HOLD_S seconds, longer than that: the deregistration
  *    must still be waiting, and return 0 once the file system answered.
+ *  - More asynchronous prefetches of such an MR than rxe's QP work queue has workers
+ *    (512), all parked on the held READ: the device's QPs still move data meanwhile.
+ *    rxe once queued prefetches with the QPs' tasks, and every QP of the host stopped
+ *    until the file system answered.
  *  - Then the device still moves data.
  *
  * Needs CONFIG_FUSE_FS (distro-mm, debug) and root; about HOLD_S seconds.
@@ -33,7 +37,9 @@
 #define SEED		0x4f00
 /* Longer than the 50 s after which rxe's pool gave up waiting for references. */
 #define HOLD_S		60
-#define CHECKS		3
+#define CHECKS		4
+/* More prefetches than the 512 workers of rxe's QP work queue. */
+#define PARKED		520
 
 static struct vt_options opt;
 static struct ibv_context *ctx;
@@ -199,10 +205,40 @@ static void dereg_waits(struct vt_loopback *lb, struct vt_holdfs *fs, struct fil
 	       d.ret ? strerror(d.ret) : "waited");
 }
 
+static void prefetches_park(struct vt_loopback *lb, struct vt_holdfs *fs, struct file_mr *f,
+			    struct vt_odp_buf *pinned)
+{
+	struct ibv_sge sge = { (uintptr_t)f->p, FILE_SIZE, f->mr->lkey };
+	const size_t half = FILE_SIZE / 2;
+	bool held = false, moved = false;
+	int i, err = 0;
+
+	vt_fill(pinned->p, half, SEED + 1);
+	memset(pinned->p + half, 0, half);
+	vt_holdfs_hold(fs);
+	for (i = 0; i < PARKED && !err; i++)
+		err = vt_advise_mr(lb->pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &sge, 1, NULL);
+	if (err)
+		tap_diag("ibv_advise_mr(PREFETCH) %d: %s", i, strerror(err));
+	else
+		held = vt_holdfs_wait_held(fs, VT_WAIT_MS);
+	/* Pinned memory only: nothing here waits for the file system but the prefetches. */
+	if (held)
+		moved = vt_move(lb, IBV_WR_RDMA_WRITE, pinned->p, pinned->mr, pinned->p + half,
+				pinned->mr, half) &&
+			vt_check(pinned->p + half, half, SEED + 1) < 0;
+	vt_holdfs_release(fs);
+	tap_ok(held && moved,
+	       "%d prefetches parked on a held READ of the file system: a QP pair still moves "
+	       "data between pinned MRs meanwhile (%s)", PARKED,
+	       !held ? "the prefetches never reached the file system" :
+	       moved ? "moved" : "no completion while they were parked");
+}
+
 int main(int argc, char **argv)
 {
 	struct ibv_device_attr_ex attr;
-	struct file_mr a = { .fd = -1 }, b = { .fd = -1 };
+	struct file_mr a = { .fd = -1 }, b = { .fd = -1 }, c = { .fd = -1 };
 	struct vt_odp_buf pinned;
 	struct vt_loopback lb;
 	struct vt_holdfs *fs;
@@ -224,13 +260,16 @@ int main(int argc, char **argv)
 	fs = vt_holdfs_mount(FILE_SIZE, SEED);
 	if (!fs)
 		tap_bail("cannot mount the FUSE file system");
-	if (!file_mr_open(&a, fs, 0, lb.pd) || !file_mr_open(&b, fs, 1, lb.pd))
+	if (!file_mr_open(&a, fs, 0, lb.pd) || !file_mr_open(&b, fs, 1, lb.pd) ||
+	    !file_mr_open(&c, fs, 2, lb.pd))
 		tap_bail("cannot register ODP MRs over the FUSE files");
 	/* The prefetch path opens what it needs at its first call: before anything blocks. */
 	vt_advise_mr(lb.pd, IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT, IBV_ADVISE_MR_FLAG_FLUSH,
 		     &(struct ibv_sge){ (uintptr_t)pinned.p, 1, pinned.mr->lkey }, 1, NULL);
 
 	read_waits(&lb, fs, &a, &pinned);
+	/* A file no READ brought into the page cache yet: its faults reach the file system. */
+	prefetches_park(&lb, fs, &c, &pinned);
 	dereg_waits(&lb, fs, &b);
 	memset(pinned.p, 0, FILE_SIZE);
 	tap_ok(vt_move(&lb, IBV_WR_RDMA_READ, a.p, a.mr, pinned.p, pinned.mr, FILE_SIZE) &&
@@ -238,6 +277,7 @@ int main(int argc, char **argv)
 	       "the device still moves data: an RDMA READ from the first file's MR, bytes right "
 	       "(%lu READs answered by the file system)", vt_holdfs_reads(fs));
 
+	file_mr_close(&c);
 	file_mr_close(&b);
 	file_mr_close(&a);
 	vt_holdfs_unmount(fs);
