@@ -12,7 +12,7 @@
 . "$GUEST_ROOT/scripts/guest/cluster-lib.sh"
 cluster_suite verbs-remote
 prog=$BUILD/tests/verbs/remote/odp_remote
-checks=22	# the initiator's plan
+checks=24	# the initiator's plan
 # A slow kernel (the debug one, TIME_FACTOR 3: about 0.15 MB/s between its guests) moves
 # 8 chunks during each invalidation check, not 64.
 stream=64

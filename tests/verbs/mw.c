@@ -5,8 +5,9 @@
  * the kernel waiting for a window or freeing what a window still names.
  *
  * - Accesses: type 1, type 2 VA-based and type 2 zero-based windows over pages 1-2 of
- *   a 16 KiB MR; RDMA WRITE, RDMA READ and atomic fetch-and-add at the window's first
- *   byte, its last byte (last 8 bytes for atomics), and just before and just past it.
+ *   a 16 KiB MR; RDMA WRITE, RDMA READ, atomic fetch-and-add and FLUSH (global, of a
+ *   range) at the window's first byte, its last byte (last 8 bytes for atomics), and
+ *   just before and just past it.
  *   Inside, the bytes move and nothing else changes; outside, the request completes
  *   with a remote access error and the whole MR is as it was. rxe once checked only
  *   the MR behind a window: an 8 KiB WRITE 4 KiB past a window's end succeeded.
@@ -29,6 +30,7 @@
  * About 20 s under TCG.
  */
 #include "lib/odp.h"
+#include "lib/rxe_raw.h"
 #include "tap.h"
 #include "verbs.h"
 
@@ -44,7 +46,7 @@
 #define WIN_OFF		4096		/* the window: pages 1 and 2 of the MR */
 #define WIN_LEN		8192
 #define MW_ACCESS	(IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ | \
-			 IBV_ACCESS_REMOTE_ATOMIC)
+			 IBV_ACCESS_REMOTE_ATOMIC | VT_ACCESS_FLUSH_GLOBAL)
 #define MR_ACCESS	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_MW_BIND | MW_ACCESS)
 
 enum mr_kind { MR_PINNED, MR_ODP, MR_IMPLICIT, MR_KINDS };
@@ -155,8 +157,31 @@ static void window_close(struct window *w)
 	w->mw = NULL;
 }
 
-enum op { OP_WRITE, OP_READ, OP_ATOMIC, OPS };
-static const char *const op_names[OPS] = { "RDMA WRITE", "RDMA READ", "fetch-and-add" };
+enum op { OP_WRITE, OP_READ, OP_ATOMIC, OP_FLUSH, OPS };
+static const char *const op_names[OPS] = {
+	"RDMA WRITE", "RDMA READ", "fetch-and-add", "FLUSH"
+};
+
+/* A loopback pair whose QPs may FLUSH, and qp[0]'s send queue to post FLUSH on. */
+struct pair {
+	struct vt_loopback lb;
+	void *sq;
+};
+
+static bool pair_open(struct test *t, struct pair *p)
+{
+	struct vt_rxe_maps before;
+
+	if (vt_rxe_maps_read(t->ctx, &before) ||
+	    vt_loopback_create_ex(&p->lb, t->ctx, &t->opt, t->pd, 0, VT_ACCESS_FLUSH_GLOBAL))
+		return false;
+	p->sq = vt_rxe_sq_of_loopback(t->ctx, &before);
+	if (!p->sq) {
+		vt_loopback_destroy(&p->lb);
+		return false;
+	}
+	return true;
+}
 
 /*
  * Post op of len bytes at window offset off (the peer's address w->base + off) from
@@ -164,7 +189,7 @@ static const char *const op_names[OPS] = { "RDMA WRITE", "RDMA READ", "fetch-and
  */
 static int access_status(struct test *t, struct vt_loopback *lb, struct ibv_qp *qp,
 			 const struct window *w, enum op op, int64_t off, uint32_t len,
-			 enum ibv_wc_status *status)
+			 enum ibv_wc_status *status, void *sq)
 {
 	struct ibv_sge sge = { (uintptr_t)t->loc, len, t->loc_mr->lkey };
 	struct ibv_send_wr wr = { .wr_id = 9, .sg_list = &sge, .num_sge = 1 };
@@ -183,6 +208,17 @@ static int access_status(struct test *t, struct vt_loopback *lb, struct ibv_qp *
 		wr.wr.atomic.rkey = w->rkey;
 		wr.wr.atomic.compare_add = 1;
 		break;
+	case OP_FLUSH: {
+		struct ibv_wc wc;
+
+		/* qp is lb->qp[0], whose send queue sq is. */
+		if (vt_rxe_post_flush(qp, sq, 9, raddr, len, w->rkey, VT_FLUSH_GLOBAL,
+				      VT_FLUSH_RANGE) ||
+		    vt_poll_one(lb->send_cq, &wc, VT_WAIT_MS))
+			return -1;
+		*status = wc.status;
+		return 0;
+	}
 	default:
 		return -1;
 	}
@@ -198,7 +234,7 @@ static bool mr_as_expected(const unsigned char *buf, const unsigned char *before
 	size_t i;
 
 	for (i = 0; i < MR_SIZE; i++) {
-		bool target = inside && i >= at && i < at + len;
+		bool target = inside && op != OP_FLUSH && i >= at && i < at + len;
 
 		if (!target && buf[i] != before[i]) {
 			tap_diag("byte %zu of the MR changed (window: %d..%d)", i, WIN_OFF,
@@ -221,6 +257,8 @@ static bool mr_as_expected(const unsigned char *buf, const unsigned char *before
 			return false;
 		}
 		return true;
+	case OP_FLUSH:
+		return true;	/* nothing moves, inside or out */
 	case OP_ATOMIC:
 		memcpy(&old, before + at, 8);
 		memcpy(&now, buf + at, 8);
@@ -241,7 +279,8 @@ static bool try_access(struct test *t, enum mr_kind m, enum win_kind kind, enum 
 {
 	bool inside = off >= 0 && off + len <= WIN_LEN;
 	bool reach = inside && !(other_qp && kind != WIN_TYPE1);
-	struct vt_loopback lb, lb2;
+	struct pair p, p2;
+	struct vt_loopback *lb = &p.lb;
 	enum ibv_wc_status status;
 	static unsigned char before[MR_SIZE];
 	struct window w;
@@ -250,16 +289,18 @@ static bool try_access(struct test *t, enum mr_kind m, enum win_kind kind, enum 
 	vt_fill(t->buf[m], MR_SIZE, t->seed++);
 	vt_fill(t->loc, MR_SIZE, t->seed++);
 	memcpy(before, t->buf[m], MR_SIZE);
-	if (vt_loopback_create_on(&lb, t->ctx, &t->opt, t->pd))
+	memset(&w, 0, sizeof(w));
+	if (!pair_open(t, &p))
 		return false;
-	if (other_qp && vt_loopback_create_on(&lb2, t->ctx, &t->opt, t->pd)) {
-		vt_loopback_destroy(&lb);
+	if (other_qp && !pair_open(t, &p2)) {
+		vt_loopback_destroy(lb);
 		return false;
 	}
-	if (!window_open(t, &lb, &w, kind, m))
+	if (!window_open(t, lb, &w, kind, m))
 		goto out;
-	if (access_status(t, other_qp ? &lb2 : &lb, other_qp ? lb2.qp[0] : lb.qp[0], &w, op,
-			  off, len, &status))
+	if (other_qp)
+		lb = &p2.lb;
+	if (access_status(t, lb, lb->qp[0], &w, op, off, len, &status, other_qp ? p2.sq : p.sq))
 		goto out;
 	if (status != (reach ? IBV_WC_SUCCESS : IBV_WC_REM_ACCESS_ERR)) {
 		tap_diag("completion: %s (expected %s)", ibv_wc_status_str(status),
@@ -270,8 +311,8 @@ static bool try_access(struct test *t, enum mr_kind m, enum win_kind kind, enum 
 out:
 	window_close(&w);
 	if (other_qp)
-		vt_loopback_destroy(&lb2);
-	vt_loopback_destroy(&lb);
+		vt_loopback_destroy(&p2.lb);
+	vt_loopback_destroy(&p.lb);
 	return ok;
 }
 
@@ -443,7 +484,7 @@ static bool reaches(struct test *t, struct vt_loopback *lb, const struct window 
 {
 	enum ibv_wc_status status;
 
-	if (access_status(t, lb, lb->qp[0], w, OP_WRITE, 0, WIN_LEN, &status))
+	if (access_status(t, lb, lb->qp[0], w, OP_WRITE, 0, WIN_LEN, &status, NULL))
 		return false;
 	if ((status == IBV_WC_SUCCESS) != expect)
 		tap_diag("WRITE through the window: %s", ibv_wc_status_str(status));

@@ -3,7 +3,9 @@
  * Our verbs checks across two hosts: RC WRITE, READ, SEND, atomics and UD SEND between
  * ODP MRs of two nodes, on explicit MRs and on implicit (whole address space) ones, and
  * the target's memory invalidated (madvise, a new mapping over the old, mprotect, fork)
- * while the initiator keeps moving data into or out of it.
+ * while the initiator keeps moving data into or out of it. Last, a memory window the
+ * target binds over 8 KiB of its memory: the initiator's WRITE through it lands, one
+ * that crosses its end fails and leaves every byte of the target as it was.
  *
  * On the target node:    odp_remote [--dev D] [--tcp PORT]   (serves one initiator)
  * On the initiator node: odp_remote [--dev D] [--tcp PORT] --peer HOST   (prints TAP)
@@ -59,6 +61,7 @@ enum cmd {
 	CMD_COUNTER,	/* ODP counter .arg (enum vt_odp_counter), after the cache settles */
 	CMD_INVAL_START,	/* invalidate the region in a loop, way .arg */
 	CMD_INVAL_STOP,		/* stop: the number of rounds done */
+	CMD_BIND_WINDOW,	/* a type 2 window over the explicit MR's range: its rkey */
 	CMD_BYE,
 };
 
@@ -96,6 +99,7 @@ static struct ibv_cq *send_cq, *recv_cq;
 static struct ibv_qp *rc_qp, *ud_qp;
 static struct ibv_ah *ah;
 static struct ibv_mr *mr[NKINDS];
+static struct ibv_mw *mw;	/* the target's window (CMD_BIND_WINDOW) */
 static unsigned char *region;
 static struct hello me, them;
 static size_t page_size;
@@ -226,7 +230,7 @@ static const char *setup(const struct ibv_device_attr_ex *attr)
 	region = vt_map_anon(REGION, PROT_READ | PROT_WRITE, 0);
 	if (!region || madvise(region, REGION, MADV_NOHUGEPAGE))
 		return "cannot map the region with small pages";
-	mr[EXPLICIT] = ibv_reg_mr(pd, region, REGION, VT_ODP_ACCESS);
+	mr[EXPLICIT] = ibv_reg_mr(pd, region, REGION, VT_ODP_ACCESS | IBV_ACCESS_MW_BIND);
 	mr[IMPLICIT] = ibv_reg_mr(pd, NULL, SIZE_MAX, VT_ODP_ACCESS);
 	if (!mr[EXPLICIT] || !mr[IMPLICIT])
 		return "cannot register the ODP MRs";
@@ -249,6 +253,8 @@ static void teardown(void)
 		close(sock);
 	if (ah)
 		ibv_destroy_ah(ah);
+	if (mw)
+		ibv_dealloc_mw(mw);
 	if (rc_qp)
 		ibv_destroy_qp(rc_qp);
 	if (ud_qp)
@@ -337,6 +343,35 @@ static void *invalidate(void *arg)
 	return NULL;
 }
 
+/* Bind the target's type 2 window over [off, off + len) through its RC QP: its rkey. */
+static int64_t bind_window(uint64_t off, uint64_t len)
+{
+	struct ibv_send_wr wr = { .opcode = IBV_WR_BIND_MW, .send_flags = IBV_SEND_SIGNALED },
+			   *bad;
+	struct ibv_wc wc;
+	int ret;
+
+	if (!mw)
+		mw = ibv_alloc_mw(pd, IBV_MW_TYPE_2);
+	if (!mw)
+		return -errno;
+	wr.bind_mw.mw = mw;
+	wr.bind_mw.rkey = ibv_inc_rkey(mw->rkey);
+	wr.bind_mw.bind_info = (struct ibv_mw_bind_info){
+		.mr = mr[EXPLICIT], .addr = (uintptr_t)region + off, .length = len,
+		.mw_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ,
+	};
+	ret = ibv_post_send(rc_qp, &wr, &bad);
+	if (ret)
+		return -ret;
+	if (vt_poll_one(send_cq, &wc, VT_WAIT_MS))
+		return -ETIMEDOUT;
+	if (wc.status != IBV_WC_SUCCESS)
+		return -(1000 + wc.status);
+	mw->rkey = wr.bind_mw.rkey;
+	return mw->rkey;
+}
+
 static int64_t serve_one(struct msg *m, pthread_t *thread, bool *running)
 {
 	long v[VT_ODP_NCOUNTERS];
@@ -396,6 +431,8 @@ static int64_t serve_one(struct msg *m, pthread_t *thread, bool *running)
 			return -EIO;
 		}
 		return inval_rounds;
+	case CMD_BIND_WINDOW:
+		return bind_window(m->off, m->len);
 	}
 	return -EINVAL;
 }
@@ -695,6 +732,58 @@ static void check_invalidation(enum kind k, enum inval way, unsigned int seed)
 }
 
 #define CHECKS_PER_KIND (7 + NINVALS)
+#define WINDOW_CHECKS	2
+
+/*
+ * A window the target binds over [WIN_OFF, WIN_OFF + WIN_LEN) of its explicit MR: a
+ * WRITE through it lands, a WRITE that crosses its end fails with a remote access
+ * error and changes nothing. Last: the error ends the RC connection.
+ */
+#define WIN_OFF		(16UL << 10)
+#define WIN_LEN		(8UL << 10)
+#define WIN_SPAN	(64UL << 10)	/* what the target checks around the window */
+static void check_window(unsigned int seed)
+{
+	struct ibv_sge sge = { (uintptr_t)region, WIN_LEN, mr[EXPLICIT]->lkey };
+	struct ibv_send_wr wr = { .sg_list = &sge, .num_sge = 1,
+				  .opcode = IBV_WR_RDMA_WRITE, .send_flags = IBV_SEND_SIGNALED },
+			   *bad;
+	struct ibv_wc wc = { .status = IBV_WC_SUCCESS };
+	int64_t rkey;
+	bool ok, refused = false;
+
+	/* Before, in and after the window: patterns seed, seed + 3 and seed + 4. */
+	drop_all();
+	ask(CMD_FILL, 0, 0, WIN_OFF, seed, 0);
+	ask(CMD_FILL, 0, WIN_OFF, WIN_LEN, seed + 3, 0);
+	ask(CMD_FILL, 0, WIN_OFF + WIN_LEN, WIN_SPAN - WIN_OFF - WIN_LEN, seed + 4, 0);
+	vt_fill(region, WIN_LEN, seed + 1);
+	rkey = ask(CMD_BIND_WINDOW, 0, WIN_OFF, WIN_LEN, 0, 0);
+	if (rkey < 0)
+		tap_diag("the target could not bind its window: %lld", (long long)rkey);
+	wr.wr.rdma.remote_addr = them.addr + WIN_OFF;
+	wr.wr.rdma.rkey = (uint32_t)rkey;
+	ok = rkey >= 0 && post_wait(rc_qp, &wr, "RDMA WRITE through the window") &&
+	     ask(CMD_CHECK, 0, WIN_OFF, WIN_LEN, seed + 1, 0) < 0 &&
+	     ask(CMD_CHECK, 0, 0, WIN_OFF, seed, 0) < 0 &&
+	     ask(CMD_CHECK, 0, WIN_OFF + WIN_LEN, WIN_SPAN - WIN_OFF - WIN_LEN, seed + 4, 0) < 0;
+	tap_ok(ok, "the target's window over 8 KiB of its ODP MR: a WRITE of all of it "
+	       "through the window lands, nothing around it changes");
+
+	/* 4 KiB from the middle of the window: 2 KiB of it past the end. */
+	vt_fill(region, WIN_LEN, seed + 2);
+	sge.length = 4096;
+	wr.wr.rdma.remote_addr = them.addr + WIN_OFF + WIN_LEN - 2048;
+	if (ok && !ibv_post_send(rc_qp, &wr, &bad) && !vt_poll_one(send_cq, &wc, VT_WAIT_MS))
+		refused = wc.status == IBV_WC_REM_ACCESS_ERR;
+	if (ok && !refused)
+		tap_diag("WRITE across the window's end: %s", ibv_wc_status_str(wc.status));
+	ok = ok && refused &&
+	     ask(CMD_CHECK, 0, WIN_OFF, WIN_LEN, seed + 1, 0) < 0 &&
+	     ask(CMD_CHECK, 0, WIN_OFF + WIN_LEN, WIN_SPAN - WIN_OFF - WIN_LEN, seed + 4, 0) < 0;
+	tap_ok(ok, "a WRITE through the window that crosses its end fails with a remote "
+	       "access error, and no byte of the target changes");
+}
 
 static int initiator(void)
 {
@@ -717,7 +806,7 @@ static int initiator(void)
 	if (!xfer(false, &them, sizeof(them)) || !xfer(true, &me, sizeof(me)))
 		tap_bail("the control connection broke at the start");
 	if (!me.ok || !them.ok) {
-		for (i = 0; i < NKINDS * CHECKS_PER_KIND; i++)
+		for (i = 0; i < NKINDS * CHECKS_PER_KIND + WINDOW_CHECKS; i++)
 			tap_skip(me.ok ? them.why : me.why, "check %d", i + 1);
 		return tap_done();
 	}
@@ -733,6 +822,7 @@ static int initiator(void)
 		for (way = 0; way < NINVALS; way++, seed += REGION / CHUNK)
 			check_invalidation(k, way, seed);
 	}
+	check_window(seed);
 	ask(CMD_BYE, 0, 0, 0, 0, 0);
 	return tap_done();
 }
@@ -751,7 +841,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	if (peer)
-		tap_plan(NKINDS * CHECKS_PER_KIND);
+		tap_plan(NKINDS * CHECKS_PER_KIND + WINDOW_CHECKS);
 	ctx = vt_open_device(opt.dev);
 	if (!ctx) {
 		if (peer)
