@@ -17,7 +17,7 @@
 #   make check-series [FROM=N]                       checkpatch --strict, each patch builds, W=1
 #   make soak [PROFILE=name] [KERNEL=...]            random verbs sequences, one seed after
 #             [SOAK_SECONDS=n] [SEED=n]             another (default distro-mm, 1800 s)
-#   make mutants [ONLY=name] [MUTANT_PROFILE=p]     known-bad kernels (tests/mutants/) must
+#   make mutants [ONLY=a,b] [MUTANT_PROFILE=p]      known-bad kernels (tests/mutants/) must
 #                                                    fail the suites that should notice them
 #   make install [PREFIX=/usr/local] [DESTDIR=]      libibodp, its header, pkg-config file,
 #                                                    tools and man pages

@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# `make mutants [ONLY=name]`: prove that the suites notice known-bad kernels. Each
+# `make mutants [ONLY=name,...]`: prove that the suites notice known-bad kernels. Each
 # tests/mutants/NAME.patch is a plausible bug (or a fix undone) on top of the series; its
 # header names the guest suites to run (`Suites:`), the suites or checks that must fail
 # (`Killed-by:`) and, when the bug shows only there, the VM profile (`Profile:`, else
@@ -21,7 +21,7 @@ MUTANTS=$ROOT/tests/mutants
 mutants=()
 for m in "$MUTANTS"/*.patch; do
 	name=$(basename "$m" .patch)
-	[ -z "${ONLY:-}" ] || [ "$name" = "$ONLY" ] || continue
+	[ -z "${ONLY:-}" ] || [[ ",$ONLY," == *",$name,"* ]] || continue
 	mutants+=("$m")
 done
 [ ${#mutants[@]} -gt 0 ] || die "no mutant ${ONLY:+named '$ONLY' }in $MUTANTS"

@@ -14,6 +14,10 @@
  *    (512), all parked on the held READ: the device's QPs still move data meanwhile.
  *    rxe once queued prefetches with the QPs' tasks, and every QP of the host stopped
  *    until the file system answered.
+ *  - Two prefetches of one range at once, one parked on the held READ in the middle of
+ *    its fault and one of the range's cached half that completes meanwhile: the pages
+ *    are counted once. rxe once counted what the MR gained while a fault waited as that
+ *    fault's pages, and the cached half twice.
  *  - Then the device still moves data.
  *
  * Needs CONFIG_FUSE_FS (distro-mm, debug) and root; about HOLD_S seconds.
@@ -30,6 +34,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -37,7 +42,7 @@
 #define SEED		0x4f00
 /* Longer than the 50 s after which rxe's pool gave up waiting for references. */
 #define HOLD_S		60
-#define CHECKS		4
+#define CHECKS		5
 /* More prefetches than the 512 workers of rxe's QP work queue. */
 #define PARKED		520
 
@@ -235,17 +240,73 @@ static void prefetches_park(struct vt_loopback *lb, struct vt_holdfs *fs, struct
 	       moved ? "moved" : "no completion while they were parked");
 }
 
+/*
+ * The first half of @f's file cached, read by the test (no readahead: the file is read
+ * and mapped for random access); the second half not. A prefetch of the whole file
+ * faults the first half and parks on the held READ of the second; a synchronous
+ * prefetch of the first half then completes. Each page counts once.
+ */
+static void concurrent_prefetches_count_once(struct vt_loopback *lb, struct vt_holdfs *fs,
+					     struct file_mr *f)
+{
+	struct ibv_sge whole = { (uintptr_t)f->p, FILE_SIZE, f->mr->lkey };
+	struct ibv_sge half = { (uintptr_t)f->p, FILE_SIZE / 2, f->mr->lkey };
+	const long pages = FILE_SIZE / (unsigned long)sysconf(_SC_PAGESIZE);
+	long b[VT_ODP_NCOUNTERS], a[VT_ODP_NCOUNTERS], d[VT_ODP_NCOUNTERS] = { 0 };
+	static unsigned char cached[FILE_SIZE / 2];
+	bool held = false, ok;
+	long long until;
+	int err;
+
+	ok = !posix_fadvise(f->fd, 0, 0, POSIX_FADV_RANDOM) &&
+	     !madvise(f->p, FILE_SIZE, MADV_RANDOM) &&
+	     pread(f->fd, cached, sizeof(cached), 0) == (ssize_t)sizeof(cached) &&
+	     vt_odp_snapshot(ctx, opt.port, b);
+	if (!ok)
+		tap_diag("caching the first half of %s: %s", vt_holdfs_path(fs, 3), strerror(errno));
+	vt_holdfs_hold(fs);
+	err = ok ? vt_advise_mr(lb->pd, IBV_ADVISE_MR_ADVICE_PREFETCH, 0, &whole, 1, NULL) : 0;
+	if (err)
+		tap_diag("ibv_advise_mr(PREFETCH) of the file: %s", strerror(err));
+	else if (ok)
+		held = vt_holdfs_wait_held(fs, VT_WAIT_MS);
+	if (held) {
+		err = vt_advise_mr(lb->pd, IBV_ADVISE_MR_ADVICE_PREFETCH,
+				   IBV_ADVISE_MR_FLAG_FLUSH, &half, 1, NULL);
+		if (err)
+			tap_diag("ibv_advise_mr(PREFETCH, FLUSH) of the cached half: %s",
+				 strerror(err));
+	}
+	vt_holdfs_release(fs);
+	/* Until the parked prefetch counted its pages too (or never does). */
+	until = vt_now_ms() + VT_WAIT_MS;
+	while (held && !err && (ok = vt_odp_snapshot(ctx, opt.port, a))) {
+		vt_odp_delta(b, a, d);
+		if (d[VT_ODP_PAGES_FAULTED] >= pages || vt_now_ms() > until)
+			break;
+		usleep(1000);
+	}
+	tap_ok(held && !err && ok && d[VT_ODP_PAGES_FAULTED] == pages,
+	       "a prefetch parked in its fault and one of the range's cached half meanwhile: "
+	       "%ld pages faulted for the %ld of the file (%s)", d[VT_ODP_PAGES_FAULTED], pages,
+	       !held ? "the prefetch never reached the file system" :
+	       err ? "a prefetch failed" : !ok ? "no counters" :
+	       d[VT_ODP_PAGES_FAULTED] > pages ? "counted twice" :
+	       d[VT_ODP_PAGES_FAULTED] < pages ? "the parked prefetch never finished" :
+	       "each once");
+}
+
 int main(int argc, char **argv)
 {
 	struct ibv_device_attr_ex attr;
-	struct file_mr a = { .fd = -1 }, b = { .fd = -1 }, c = { .fd = -1 };
+	struct file_mr a = { .fd = -1 }, b = { .fd = -1 }, c = { .fd = -1 }, d = { .fd = -1 };
 	struct vt_odp_buf pinned;
 	struct vt_loopback lb;
 	struct vt_holdfs *fs;
 	int i;
 
-	ctx = vt_odp_start(argc, argv, &opt, CHECKS, VT_NEED_ODP, "ODP faults that block",
-			   &attr);
+	ctx = vt_odp_start(argc, argv, &opt, CHECKS, VT_NEED_ODP | VT_NEED_COUNTERS,
+			   "ODP faults that block", &attr);
 	if (access("/dev/fuse", R_OK | W_OK)) {
 		for (i = 0; i < CHECKS; i++)
 			tap_skip(VT_NO_FUSE, "ODP faults that block, check %d", i + 1);
@@ -261,7 +322,7 @@ int main(int argc, char **argv)
 	if (!fs)
 		tap_bail("cannot mount the FUSE file system");
 	if (!file_mr_open(&a, fs, 0, lb.pd) || !file_mr_open(&b, fs, 1, lb.pd) ||
-	    !file_mr_open(&c, fs, 2, lb.pd))
+	    !file_mr_open(&c, fs, 2, lb.pd) || !file_mr_open(&d, fs, 3, lb.pd))
 		tap_bail("cannot register ODP MRs over the FUSE files");
 	/* The prefetch path opens what it needs at its first call: before anything blocks. */
 	vt_advise_mr(lb.pd, IBV_ADVISE_MR_ADVICE_PREFETCH_NO_FAULT, IBV_ADVISE_MR_FLAG_FLUSH,
@@ -271,12 +332,14 @@ int main(int argc, char **argv)
 	/* A file no READ brought into the page cache yet: its faults reach the file system. */
 	prefetches_park(&lb, fs, &c, &pinned);
 	dereg_waits(&lb, fs, &b);
+	concurrent_prefetches_count_once(&lb, fs, &d);
 	memset(pinned.p, 0, FILE_SIZE);
 	tap_ok(vt_move(&lb, IBV_WR_RDMA_READ, a.p, a.mr, pinned.p, pinned.mr, FILE_SIZE) &&
 	       vt_check(pinned.p, FILE_SIZE, SEED) < 0,
 	       "the device still moves data: an RDMA READ from the first file's MR, bytes right "
 	       "(%lu READs answered by the file system)", vt_holdfs_reads(fs));
 
+	file_mr_close(&d);
 	file_mr_close(&c);
 	file_mr_close(&b);
 	file_mr_close(&a);

@@ -157,32 +157,6 @@ static bool send_frame(struct peer *p, uint8_t opcode, uint32_t psn, const uint8
 	return true;
 }
 
-/* Wait for rxe's RDMA READ request to the peer; its PSN, or -1 (said). */
-static long read_request(struct peer *p)
-{
-	long long deadline = vt_now_ms() + WAIT_MS;
-	struct pollfd pfd = { .fd = p->tap, .events = POLLIN };
-	uint8_t f[2048];
-
-	while (vt_now_ms() < deadline) {
-		ssize_t n;
-		const uint8_t *ip = f + 14, *udp = ip + 20, *bth = udp + 8;
-
-		if (poll(&pfd, 1, 100) <= 0)
-			continue;
-		n = read(p->tap, f, sizeof(f));
-		if (n < 14 + 20 + 8 + 12 + 16 || f[12] != 0x08 || f[13] != 0x00 ||
-		    ip[0] != 0x45 || ip[9] != 17 || (udp[2] << 8 | udp[3]) != ROCE_PORT)
-			continue;	/* not RoCEv2 over IPv4 */
-		if (bth[0] != OP_READ_REQUEST ||
-		    (uint32_t)(bth[5] << 16 | bth[6] << 8 | bth[7]) != PEER_QPN)
-			continue;
-		return bth[9] << 16 | bth[10] << 8 | bth[11];
-	}
-	tap_diag("no RDMA READ request came out of the tap in %d ms", WAIT_MS);
-	return -1;
-}
-
 /*
  * Wait for a frame rxe sends to the peer's QP with @opcode; its PSN, with what follows
  * the BTH (before the ICRC) in ext[*len], or -1 (said).
@@ -313,6 +287,8 @@ static long post_read(struct peer *p)
 	struct ibv_send_wr wr = { .wr_id = 7, .sg_list = &sge, .num_sge = 1,
 				  .opcode = IBV_WR_RDMA_READ, .send_flags = IBV_SEND_SIGNALED,
 				  .wr.rdma = { .remote_addr = 0x10000, .rkey = 0x77 } }, *bad;
+	uint8_t ext[2048];
+	size_t len;
 	int ret;
 
 	memset(p->buf, 0, READ_SIZE);
@@ -321,7 +297,7 @@ static long post_read(struct peer *p)
 		tap_diag("ibv_post_send(RDMA READ): %s", strerror(ret));
 		return -1;
 	}
-	return read_request(p);
+	return next_frame(p, OP_READ_REQUEST, ext, &len);
 }
 
 static bool completion(struct peer *p, enum ibv_wc_status *status)
