@@ -32,6 +32,24 @@ show_log_tail() {
 	echo "----" >&2
 }
 
+# `make test`'s time table (scripts/time_table.py): with TIMES set (scripts/test.sh sets
+# it to a file), record_time KIND NAME SECONDS [NOTE] adds one step to it; otherwise nothing.
+record_time() {
+	[ -n "${TIMES:-}" ] || return 0
+	printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$3" "${4:-}" >>"$TIMES"
+}
+
+# timed KIND NAME COMMAND...: run COMMAND and record how long it took; its status.
+timed() {
+	local kind=$1 name=$2 start rc=0
+
+	shift 2
+	start=$(date +%s)
+	"$@" || rc=$?
+	record_time "$kind" "$name" $(($(date +%s) - start))
+	return $rc
+}
+
 # Hash of files' contents (and their names), used to skip steps whose inputs did not change.
 content_hash() {
 	local f

@@ -23,16 +23,24 @@ if [ -n "${KERNEL:-}" ]; then
 	KERNEL=$(realpath "$KERNEL")
 fi
 
-bash "$ROOT/scripts/deps.sh"
+# Each step's time goes into the time table printed before the last line.
+mkdir -p "$RESULTS"
+export TIMES=$RESULTS/times.tsv
+: >"$TIMES"
+wall_start=$(date +%s)
+
+timed step "dependencies (scripts/deps.sh)" bash "$ROOT/scripts/deps.sh"
 # The source also gives the guest the kernel's own selftests, whichever kernel runs.
-bash "$ROOT/scripts/kernel-source.sh"
-bash "$ROOT/scripts/build-userspace.sh"
-bash "$ROOT/scripts/rdma-core-tests.sh"
+timed step "kernel source and series" bash "$ROOT/scripts/kernel-source.sh"
+timed step "userspace build" bash "$ROOT/scripts/build-userspace.sh"
+timed step "rdma-core's tests unpacked" bash "$ROOT/scripts/rdma-core-tests.sh"
 
 # The host suites' lines come first; their totals join the guests' at the end (a run that
 # stopped early leaves no summary, which counts as a failure, not an old one).
 rm -f "$RESULTS/host/summary.json" "$RESULTS/host-libibodp/summary.json"
+start=$(date +%s)
 bash "$ROOT/scripts/test-host.sh" | grep -v '^[0-9]* passed, ' || true
+record_time step "host suites" $(($(date +%s) - start))
 summaries=("$RESULTS/host" "$RESULTS/host-libibodp")
 
 # Which kernels the chosen profiles need.
@@ -48,9 +56,11 @@ for p in "${profiles[@]}"; do
 done
 
 # Build each image's initramfs now, so that VMs started side by side find it ready.
+start=$(date +%s)
 for img in "${image[@]}"; do
 	bash "$ROOT/scripts/make-initramfs.sh" "$img" >/dev/null
 done
+record_time step "initramfs" $(($(date +%s) - start))
 
 # A guest may run every suite to its timeout; a profile may ask for more (debug).
 vm_timeout() {
@@ -76,6 +86,7 @@ run_two_host() {
 		bash "$ROOT/scripts/cluster.sh" >"$out.log" 2>&1 || rc=$?
 	echo "$rc" >"$out/cluster-rc"
 	echo $(($(date +%s) - start)) >"$out/seconds"
+	record_time two-host "$p" "$(cat "$out/seconds")"
 	echo "    two-host suites on $p finished in $(cat "$out/seconds") s"
 }
 # Whether SUITES leaves any two-host suite to run (all when it is empty).
@@ -110,6 +121,7 @@ run_profile() {
 		"$ROOT/scripts/guest/run-suites.sh" || rc=$?
 	echo "$rc" >"$out/qemu-rc"
 	echo $(($(date +%s) - start)) >"$out/seconds"
+	record_time profile "$p" "$(cat "$out/seconds")"
 	echo "    profile $p finished in $(cat "$out/seconds") s"
 }
 jobs_max=${JOBS:-2}
@@ -117,6 +129,7 @@ mapfile -t order < <(for p in "${profiles[@]}"; do
 	echo "$(vm_timeout "$p") $p"
 done | sort -s -k1,1nr | cut -d' ' -f2)
 info "booting ${#order[@]} profile(s), $jobs_max at a time"
+profiles_start=$(date +%s)
 for p in "${order[@]}"; do
 	rm -rf "${RESULTS:?}/$p"
 	mkdir -p "$RESULTS/$p"
@@ -127,6 +140,7 @@ for p in "${order[@]}"; do
 	run_profile "$p" &
 done
 wait
+record_time step "profiles, $jobs_max VMs at a time" $(($(date +%s) - profiles_start))
 
 for p in "${profiles[@]}"; do
 	out=$RESULTS/$p
@@ -155,4 +169,7 @@ for p in "${two_host[@]}"; do
 	summaries+=("$out")
 done
 
+record_time wall "make test" $(($(date +%s) - wall_start))
+python3 "$ROOT/scripts/time_table.py" "$TIMES" "$RESULTS" >"$RESULTS/time-table.txt" || true
+cat "$RESULTS/time-table.txt"
 python3 "$ROOT/scripts/results.py" total "${summaries[@]}"

@@ -29,6 +29,7 @@ TIMEOUT=${VM_TIMEOUT:-$(profile_var "$profile" TIMEOUT 900)}
 ODP_DMA=$(profile_var "$profile" EXPECT_ODP_DMA '')
 IOMMU_GROUP=$(profile_var "$profile" EXPECT_IOMMU_GROUP '')
 TIME_FACTOR=$(profile_var "$profile" TIME_FACTOR 1)
+CLASSES=$(profile_var "$profile" PROGRAM_CLASSES "dma mm nodma")
 [ -f "$image" ] || die "kernel image $image does not exist"
 command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 is missing: run scripts/deps.sh"
 
@@ -47,6 +48,8 @@ cmdline="$cmdline $KERNEL_CMDLINE ${VM_CMDLINE:-}"
 [ -n "$IOMMU_GROUP" ] && cmdline="$cmdline vmt_iommu_group=$IOMMU_GROUP"
 # The profile's kernel is that much slower: the guest stretches its time limits.
 [ "$TIME_FACTOR" != 1 ] && cmdline="$cmdline vmt_time_factor=$TIME_FACTOR"
+# The classes of test programs the profile runs (scripts/guest/lib.sh program_here).
+cmdline="$cmdline vmt_classes=${CLASSES// /,}"
 # SUITES=a,b (a developer's shortcut): only the guest suites whose names contain a or b.
 [ -n "${SUITES:-}" ] && cmdline="$cmdline vmt_suites=$SUITES"
 [ -n "${BENCH_SECONDS:-}" ] && cmdline="$cmdline vmt_bench_seconds=$BENCH_SECONDS"

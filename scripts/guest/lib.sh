@@ -15,6 +15,8 @@ RDMA_DEV=${RDMA_DEV:-rxe0}
 # profile: the debug kernel's KASAN and lockdep): every time limit is multiplied by it.
 TIME_FACTOR=${vmt_time_factor:-1}
 export VT_TIME_FACTOR=$TIME_FACTOR
+# The classes of test programs this profile runs (its PROGRAM_CLASSES): program_here.
+PROGRAM_CLASSES=${vmt_classes:-dma,mm,nodma}
 NETDEV=${NETDEV:-eth0}
 # Link-local only: nothing in the guest can route anywhere past the VM. A cluster node's
 # own address comes from the kernel command line (vmt_addr, scripts/cluster.sh).
@@ -280,6 +282,30 @@ program_wanted() {
 		[ "${want#*/}" = "$2" ] && return 0
 	done
 	[ $named = 0 ]
+}
+
+# program_here CLASS: whether this profile runs the test programs of CLASS, which each
+# program's source declares on a line " * vmtest-class: CLASS" (program_class). The rule:
+#   dma    the program moves ODP pages through the device's DMA path, which each profile
+#          takes differently (IOMMU strict or lazy, intel or virtio, none, bounced): every
+#          profile runs it;
+#   mm     it makes memory management act on ODP memory (fault injection, a FUSE server
+#          that holds a READ, reclaim, KSM, NUMA migration): the profiles that have a
+#          machine for it, distro-mm and debug (both strict intel-iommu); the DMA side of
+#          what it triggers, pages unlinked and faulted again, is the dma programs' part;
+#   nodma  it never reaches the DMA path (pinned memory, registration, queries, frames on
+#          a tap): one IOMMU profile, iommu-strict, and debug.
+# A profile lists its classes in PROGRAM_CLASSES (all three when it says nothing).
+program_here() {
+	case ",$PROGRAM_CLASSES," in *",$1,"*) return 0 ;; esac
+	return 1
+}
+
+# program_class SOURCE: the class a test program's source declares (dma when none).
+program_class() {
+	local class
+	class=$(sed -n 's/^ \* vmtest-class: *\([a-z]*\) *$/\1/p' "$1" 2>/dev/null | head -1)
+	echo "${class:-dma}"
 }
 
 # run_suite FILE KIND: one suite script (tests/suites/ or tests/cluster/), its output in

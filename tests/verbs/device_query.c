@@ -1,5 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0
-/* Device and port attributes of the soft-RoCE device, as an application sees them. */
+/*
+ * Device and port attributes of the soft-RoCE device, as an application sees them.
+ *
+ * vmtest-class: nodma
+ */
 #include "tap.h"
 #include "verbs.h"
 

@@ -3,6 +3,8 @@
  * Memory registration must refuse bad requests with the errno the kernel documents,
  * and must still work for a good one afterwards. ODP MRs of terabytes, which any user
  * may ask for, fail with ENOMEM (or register) without a kernel warning.
+ *
+ * vmtest-class: nodma
  */
 #include "tap.h"
 #include "verbs.h"

@@ -28,6 +28,8 @@
  *
  * The kernel log (the run's `checks`) must stay clean: no WARN, no refcount report.
  * About 20 s under TCG.
+ *
+ * vmtest-class: dma
  */
 #include "lib/odp.h"
 #include "lib/rxe_raw.h"

@@ -9,6 +9,8 @@
  *  - bad requests: clean errors, no kernel report (the harness checks the log).
  * What happens when pages go away under an MR is odp_invalidate's. Without ODP on the
  * device every check is skipped with that reason.
+ *
+ * vmtest-class: dma
  */
 #include "tap.h"
 #include "lib/odp.h"

@@ -20,6 +20,8 @@
  * Leaks are found by the harness (kmemleak on the debug kernel); rxe reads back in the
  * IOMMU every page it unlinks meanwhile (odp_check_links: a stale link is a WARN). About
  * 5 s, 30 s on the debug kernel.
+ *
+ * vmtest-class: mm
  */
 #include "lib/inject.h"
 #include "lib/odp.h"

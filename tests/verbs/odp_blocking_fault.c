@@ -21,6 +21,8 @@
  *  - Then the device still moves data.
  *
  * Needs CONFIG_FUSE_FS (distro-mm, debug) and root; about HOLD_S seconds.
+ *
+ * vmtest-class: mm
  */
 #include "lib/holdfs.h"
 #include "lib/odp.h"

@@ -34,6 +34,8 @@
  * entry for each retry, and the first never completed.
  *
  * The injection reaches the whole guest (lib/inject.h). About 10 s.
+ *
+ * vmtest-class: mm
  */
 #include "lib/inject.h"
 #include "lib/odp.h"

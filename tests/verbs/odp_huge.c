@@ -4,6 +4,8 @@
  * transparent huge pages in an ordinary ODP MR. The counters show that a huge page
  * faults as one entry of the MR (hugetlb), counted as the base pages it holds, as mlx5
  * counts them, and that a THP faults in one go; every byte is checked. The suite reserves the hugetlb pages; without them those checks skip.
+ *
+ * vmtest-class: dma
  */
 #include "lib/odp.h"
 #include "tap.h"

@@ -7,6 +7,8 @@
  * (an access error, not a kernel report), also many times over far apart, which must
  * cost the kernel nothing. Every byte is checked; the ODP counters show the faults and
  * invalidations.
+ *
+ * vmtest-class: dma
  */
 #include "lib/odp.h"
 #include "tap.h"

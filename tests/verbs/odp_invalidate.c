@@ -12,6 +12,8 @@
  *  - with an IOMMU, rxe reads back every page it unlinked (odp_check_links): a stale
  *    link is a kernel WARN, which the harness fails on.
  * Without ODP on the device every check is skipped with that reason.
+ *
+ * vmtest-class: dma
  */
 #include "tap.h"
 #include "lib/odp.h"

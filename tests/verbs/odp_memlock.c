@@ -8,6 +8,8 @@
  *
  * Run with CAP_IPC_LOCK (as root, in the suite's first pass over every program) or with
  * a limit of 64 MiB or more, the limit binds nothing and every check is skipped, saying so.
+ *
+ * vmtest-class: dma
  */
 #include "lib/odp.h"
 #include "tap.h"

@@ -16,6 +16,8 @@
  *
  * Buffers are advised MADV_NOHUGEPAGE: a transparent huge page is taken whole on its
  * first fault (odp_huge tests that), which would change the counts.
+ *
+ * vmtest-class: dma
  */
 #include "lib/odp.h"
 #include "tap.h"

@@ -34,11 +34,12 @@
  * else could invalidate them meanwhile. A fault that did not settle because the cause
  * kept changing its pages (KSM does at full speed) is tried again by rxe, not an error:
  * those are reported ("tried again"). After a failed transfer the next cause gets a new
- * QP pair, so that one failure is not counted twice. A cause the kernel lacks is skipped, saying why:
- * swap-out, the memory cgroup (which would OOM) and compaction need a swap device for
- * pressure, which only distro-mm and debug have (zram); the NUMA causes a second node;
- * KSM its config. THP churn and fork run on every profile.
- * About 30 s on distro-mm, 10 s elsewhere.
+ * QP pair, so that one failure is not counted twice. A cause the machine lacks is skipped,
+ * saying why: swap-out, the memory cgroup (which would OOM) and compaction need a swap
+ * device for pressure (zram); the NUMA causes a second node; KSM its config. Its class,
+ * mm, runs it on distro-mm and debug, which have them all. About 50 s on distro-mm.
+ *
+ * vmtest-class: mm
  */
 #include "lib/odp.h"
 #include "tap.h"

@@ -7,6 +7,8 @@
  * answers EOPNOTSUPP, so the request then goes to the kernel's ADVISE_MR method
  * directly (lib/odp.c). Also: asynchronous prefetches racing the deregistration of
  * their MR, and bad requests.
+ *
+ * vmtest-class: dma
  */
 #include "lib/odp.h"
 #include "tap.h"

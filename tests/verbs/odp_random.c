@@ -12,6 +12,8 @@
  * hold (or the two values it may hold, after MADV_FREE or a transfer that failed
  * part way) and for every step the status it must end with. The same --seed and
  * --ops replay the same steps; --trace 1 prints them.
+ *
+ * vmtest-class: dma
  */
 #include "lib/inject.h"
 #include "lib/odp.h"

@@ -14,6 +14,8 @@
  *
  * The suite also runs this program as an unprivileged user: memfd_secret() needs no
  * privilege, so neither may the attack.
+ *
+ * vmtest-class: dma
  */
 #include "lib/odp.h"
 #include "lib/rxe_raw.h"

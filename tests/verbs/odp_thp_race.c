@@ -18,6 +18,8 @@
  * stress: without the hook, a thread keeps replacing, invalidating and reading a huge
  * page range while small RDMA WRITEs go into it, for a bounded time: no write may fail,
  * and the huge zero page stays zero.
+ *
+ * vmtest-class: dma
  */
 #include "lib/odp.h"
 #include "tap.h"

@@ -8,6 +8,8 @@
  * present, whatever the size of the MR (a whole 64 GiB MR). A persistent FLUSH
  * succeeds only on persistent memory (device DAX), as for pinned MRs; over RAM it
  * fails with a remote access error.
+ *
+ * vmtest-class: dma
  */
 #include "lib/odp.h"
 #include "lib/rxe_raw.h"

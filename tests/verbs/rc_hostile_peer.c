@@ -18,6 +18,8 @@
  *   every such duplicate, answering nothing.
  *
  * About 1 s.
+ *
+ * vmtest-class: nodma
  */
 #include "tap.h"
 #include "verbs.h"

@@ -3,6 +3,8 @@
  * RC traffic between two QPs of one device on pinned memory regions: SEND/RECV, RDMA
  * WRITE and RDMA READ, each with the data checked byte for byte, including transfers
  * that start and end at unaligned offsets (the bytes around them must stay untouched).
+ *
+ * vmtest-class: nodma
  */
 #include "tap.h"
 #include "verbs.h"

@@ -11,6 +11,8 @@
  * the source is an ODP MR on a transparent huge page, the hook holds the responder's
  * first fault until the requester has retried twice, and every round has late replays.
  * Elsewhere the rounds rely on the pauses that happen, and go on until some did.
+ *
+ * vmtest-class: dma
  */
 #include "lib/odp.h"
 #include "tap.h"
