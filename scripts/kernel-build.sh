@@ -32,9 +32,13 @@ obj=$KOBJ/$variant
 log=$BUILD/logs/kernel-$variant.log
 mkdir -p "$obj" "$BUILD/logs"
 export CCACHE_BASEDIR=$BUILD
-# Compilations ccache could not serve so far (all of ccache's users).
-ccache_misses() {
-	ccache --print-stats 2>/dev/null | awk '$1 == "cache_miss" { print $2; f = 1 } END { if (!f) print 0 }'
+# "MISSES HITS": compilations ccache could not serve so far, and those it served (all of
+# ccache's users).
+ccache_counts() {
+	ccache --print-stats 2>/dev/null | awk '
+		$1 == "cache_miss" { m = $2 }
+		$1 == "direct_cache_hit" || $1 == "preprocessed_cache_hit" { h += $2 }
+		END { print m + 0, h + 0 }'
 }
 kmake() {
 	make -C "$SRC" O="$obj" CC="ccache gcc" HOSTCC="ccache gcc" "$@"
@@ -78,7 +82,7 @@ fi
 
 info "building the $variant kernel in $obj (make -j$(nproc), log: $log)"
 start=$(date +%s)
-misses_before=$(ccache_misses)
+read -r misses_before hits_before < <(ccache_counts)
 # Progress: a line every 20 s while make runs, counting compiled objects.
 (
 	while sleep 20; do
@@ -97,15 +101,16 @@ if [ "$rc" -ne 0 ]; then
 fi
 image=$obj/arch/x86/boot/bzImage
 seconds=$(($(date +%s) - start))
-# Cold (most objects compiled for real), cached (ccache had them) or up to date.
-compiled=$(grep -cE '^  CC ' "$log" || true)
-misses=$(($(ccache_misses) - misses_before))
-if [ "$compiled" = 0 ]; then
+# Cold (most compilations missed ccache), cached (ccache had most) or up to date.
+read -r misses hits < <(ccache_counts)
+misses=$((misses - misses_before))
+calls=$((misses + hits - hits_before))
+if [ "$calls" = 0 ]; then
 	note="up to date"
-elif [ $((misses * 2)) -gt "$compiled" ]; then
-	note="cold: $misses of $compiled objects compiled"
+elif [ $((misses * 2)) -gt "$calls" ]; then
+	note="cold: ccache missed $misses of $calls compilations"
 else
-	note="cached: $misses of $compiled objects compiled"
+	note="cached: ccache missed $misses of $calls compilations"
 fi
 record_time kernel "$variant" "$seconds" "$note"
 echo "    done in ${seconds}s ($note): $image"

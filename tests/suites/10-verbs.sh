@@ -50,14 +50,14 @@ for name in odp_memlock; do
 done
 # Random verbs sequences with one function of the ODP fault path failing on 10% of its
 # calls at each step (function error injection): class mm, whatever odp_random's own is.
-# On a slower kernel (TIME_FACTOR 3: debug) a third of the steps, about 1000: KASAN and
-# lockdep watch the same error paths, each kind of step still taken dozens of times,
-# where 3000 steps took 256 s of the debug VM's 1513.
+# On a slower kernel (TIME_FACTOR > 1: debug) 2000 steps, the fewest with which it still
+# expects every kind of step and fault to happen: KASAN and lockdep watch the same error
+# paths, where 3000 steps took 256 s of the debug VM's 1513.
 t=$dir/odp_random
 if [ -x "$t" ] && program_wanted verbs odp_random && program_here mm; then
 	echo "running odp_random with faults injected"
 	run_tap verbs-odp_random-inject 300 "$t" --dev "$RDMA_DEV" --seed 2 \
-		--ops $((3000 / TIME_FACTOR)) --inject 10
+		--ops $((TIME_FACTOR > 1 ? 2000 : 3000)) --inject 10
 fi
 # A hostile RoCE peer: soft-RoCE on a tap whose other end is the test program, which
 # answers the device's requests wrongly (its addresses: rc_hostile_peer.c).
