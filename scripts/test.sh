@@ -38,9 +38,10 @@ timed step "rdma-core's tests unpacked" bash "$ROOT/scripts/rdma-core-tests.sh"
 # The host suites' lines come first; their totals join the guests' at the end (a run that
 # stopped early leaves no summary, which counts as a failure, not an old one).
 rm -f "$RESULTS/host/summary.json" "$RESULTS/host-libibodp/summary.json"
-start=$(date +%s)
-bash "$ROOT/scripts/test-host.sh" | grep -v '^[0-9]* passed, ' || true
-record_time step "host suites" $(($(date +%s) - start))
+host_suites() {
+	bash "$ROOT/scripts/test-host.sh" | grep -v '^[0-9]* passed, ' || true
+}
+timed step "host suites" host_suites
 summaries=("$RESULTS/host" "$RESULTS/host-libibodp")
 
 # Which kernels the chosen profiles need.
@@ -56,11 +57,13 @@ for p in "${profiles[@]}"; do
 done
 
 # Build each image's initramfs now, so that VMs started side by side find it ready.
-start=$(date +%s)
-for img in "${image[@]}"; do
-	bash "$ROOT/scripts/make-initramfs.sh" "$img" >/dev/null
-done
-record_time step "initramfs" $(($(date +%s) - start))
+initramfs_all() {
+	local img
+	for img in "${image[@]}"; do
+		bash "$ROOT/scripts/make-initramfs.sh" "$img" >/dev/null
+	done
+}
+timed step "initramfs" initramfs_all
 
 # A guest may run every suite to its timeout; a profile may ask for more (debug).
 vm_timeout() {

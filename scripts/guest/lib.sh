@@ -301,10 +301,11 @@ program_here() {
 	return 1
 }
 
-# program_class SOURCE: the class a test program's source declares (dma when none).
+# program_class NAME: the class tests/verbs/NAME.c declares (dma when none).
 program_class() {
 	local class
-	class=$(sed -n 's/^ \* vmtest-class: *\([a-z]*\) *$/\1/p' "$1" 2>/dev/null | head -1)
+	class=$(sed -n 's/^ \* vmtest-class: *\([a-z]*\) *$/\1/p' \
+		"$GUEST_ROOT/tests/verbs/$1.c" 2>/dev/null | head -1)
 	echo "${class:-dma}"
 }
 

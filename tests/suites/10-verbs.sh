@@ -20,7 +20,7 @@ for t in "$dir"/*; do
 	name=$(basename "$t")
 	[ "$name" = rc_hostile_peer ] && continue	# its own device, below
 	program_wanted verbs "$name" || continue
-	class=$(program_class "$GUEST_ROOT/tests/verbs/$name.c")
+	class=$(program_class "$name")
 	if ! program_here "$class"; then
 		echo "not running $name: class $class, which this profile leaves to others"
 		continue
@@ -33,7 +33,7 @@ done
 for name in odp_secretmem; do
 	t=$dir/$name
 	[ -x "$t" ] && program_wanted verbs "$name" || continue
-	program_here "$(program_class "$GUEST_ROOT/tests/verbs/$name.c")" || continue
+	program_here "$(program_class "$name")" || continue
 	echo "running $name as an unprivileged user"
 	run_tap "verbs-$name-unprivileged" 300 setpriv --reuid=65534 --regid=65534 --clear-groups \
 		--inh-caps=-all "$t" --dev "$RDMA_DEV"
@@ -43,7 +43,7 @@ done
 for name in odp_memlock; do
 	t=$dir/$name
 	[ -x "$t" ] && program_wanted verbs "$name" || continue
-	program_here "$(program_class "$GUEST_ROOT/tests/verbs/$name.c")" || continue
+	program_here "$(program_class "$name")" || continue
 	echo "running $name as an unprivileged user with RLIMIT_MEMLOCK at 64 KiB"
 	run_tap "verbs-$name-unprivileged" 300 prlimit --memlock=65536:65536 setpriv \
 		--reuid=65534 --regid=65534 --clear-groups --inh-caps=-all "$t" --dev "$RDMA_DEV"
@@ -63,7 +63,7 @@ fi
 # answers the device's requests wrongly (its addresses: rc_hostile_peer.c).
 t=$dir/rc_hostile_peer
 if [ -x "$t" ] && program_wanted verbs rc_hostile_peer &&
-	program_here "$(program_class "$GUEST_ROOT/tests/verbs/rc_hostile_peer.c")"; then
+	program_here "$(program_class rc_hostile_peer)"; then
 	echo "running rc_hostile_peer through a tap"
 	tap=rxetap0 dev=rxehp0
 	if msg=$({ ip tuntap add dev $tap mode tap &&
