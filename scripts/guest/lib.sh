@@ -294,11 +294,31 @@ program_wanted() {
 #          machine for it, distro-mm and debug (both strict intel-iommu); the DMA side of
 #          what it triggers, pages unlinked and faulted again, is the dma programs' part;
 #   nodma  it never reaches the DMA path (pinned memory, registration, queries, frames on
-#          a tap): one IOMMU profile, iommu-strict, and debug.
-# A profile lists its classes in PROGRAM_CLASSES (all three when it says nothing).
+#          a tap), or reaches it only through verbs that the dma programs drive already
+#          (what it adds is a library's or a tool's own behaviour): one IOMMU profile,
+#          iommu-strict, and debug.
+# A profile lists its classes in PROGRAM_CLASSES (all three when it says nothing). The
+# same rule holds for a whole suite (suite_class) and for the cases inside one: a suite
+# of tests/suites/ whose cases are partly nodma runs those only where program_here nodma
+# (rdma-core's pinned-memory tests, hmm-tests' CPU-side fixtures).
 program_here() {
 	case ",$PROGRAM_CLASSES," in *",$1,"*) return 0 ;; esac
 	return 1
+}
+
+# suite_class FILE: the class a suite script declares for all of it on a line
+# "# vmtest-class: CLASS"; nothing when it declares none (10-verbs.sh: each of its
+# programs has its own, rdma-core and hmm decide per case).
+suite_class() {
+	sed -n 's/^# vmtest-class: *\([a-z]*\) *$/\1/p' "$1" | head -1
+}
+
+# suite_class_here FILE: whether this profile runs the suite FILE as far as its class goes
+# (it declares none, or one that program_here runs).
+suite_class_here() {
+	local class
+	class=$(suite_class "$1")
+	[ -z "$class" ] || program_here "$class"
 }
 
 # program_class NAME: the class tests/verbs/NAME.c declares (dma when none).

@@ -4,7 +4,10 @@
 # libibodp on the guest's device: its device test (userspace/tests/device_lib.c), then
 # each tool for a short run whose output must say what it promises, and the quick-start
 # and rdma_cm examples as installed by `make install` (the host test makes them). Writes
-# libibodp-device.tap and libibodp-tools.tap.
+# libibodp-device.tap and libibodp-tools.tap. What it proves is the library's and the
+# tools' own behaviour: the ODP traffic under them takes the verbs path that the dma
+# programs of 10-verbs.sh drive on every profile (about 70 s a profile).
+# vmtest-class: nodma
 . "$GUEST_ROOT/scripts/guest/lib.sh"
 bin=$BUILD/userspace
 tap=$OUT/libibodp-tools.tap

@@ -4,7 +4,10 @@
 # The kernel's hmm-tests selftest (built on the host from our source into
 # $BUILD/tests/hmm), with the DMA-mode cases of the series: QEMU's edu device is bound
 # to test_hmm's "test_hmm_dma" driver so that a real device moves the data through the
-# IOMMU. Writes hmm.tap.
+# IOMMU. Writes hmm.tap. All of it where the profile runs nodma cases (scripts/guest/lib.sh
+# program_here); elsewhere only the hmm_dma fixture, the cases a device's DMA reaches:
+# the others mirror pages into test_hmm's own memory by CPU copies, the same on every
+# profile.
 . "$GUEST_ROOT/scripts/guest/lib.sh"
 tap=$OUT/hmm.tap
 bin=$BUILD/tests/hmm/hmm-tests
@@ -35,7 +38,9 @@ thp_was=$(sed -n 's/.*\[\(.*\)\].*/\1/p' "$thp" 2>/dev/null)
 # hmm.anon_write_hugetlbfs needs a free hugetlb page.
 reserve_hugepages 16
 cd /tmp || exit 1
-run_tap hmm 540 "$bin"
+only=()
+program_here nodma || only=(-f hmm_dma)
+run_tap hmm 540 "$bin" "${only[@]}"
 [ -n "$thp_was" ] && echo "$thp_was" >"$thp"
 release_edu
 release_hugepages
