@@ -115,7 +115,7 @@ guard_kernel_tree() {
 }
 
 # The profiles that exist: the built-in ones in this order, then any others.
-BUILTIN_PROFILES="iommu-strict iommu-lazy no-iommu swiotlb virtio-iommu debug"
+BUILTIN_PROFILES="iommu-strict iommu-lazy no-iommu swiotlb virtio-iommu debug debug-mm"
 all_profiles() {
 	local p
 

@@ -50,8 +50,13 @@ cmdline="$cmdline $KERNEL_CMDLINE ${VM_CMDLINE:-}"
 [ "$TIME_FACTOR" != 1 ] && cmdline="$cmdline vmt_time_factor=$TIME_FACTOR"
 # The classes of test programs the profile runs (scripts/guest/lib.sh program_here).
 cmdline="$cmdline vmt_classes=${CLASSES// /,}"
-# SUITES=a,b (a developer's shortcut): only the guest suites whose names contain a or b.
-[ -n "${SUITES:-}" ] && cmdline="$cmdline vmt_suites=$SUITES"
+# SUITES=a,b (a developer's shortcut): only the guest suites whose names contain a or b;
+# else, for the guest suites of make test, the profile's own GUEST_SUITES when it runs only
+# some (debug-mm).
+suites=${SUITES:-}
+[ -z "$suites" ] && [ "$(basename "$job")" = run-suites.sh ] &&
+	suites=$(profile_var "$profile" GUEST_SUITES)
+[ -n "$suites" ] && cmdline="$cmdline vmt_suites=$suites"
 [ -n "${BENCH_SECONDS:-}" ] && cmdline="$cmdline vmt_bench_seconds=$BENCH_SECONDS"
 # The serial line cannot tell the guest this terminal's size.
 if [ -n "$interactive" ] && size=$(stty size 2>/dev/null); then
