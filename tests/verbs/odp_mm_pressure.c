@@ -24,7 +24,7 @@
  *                  then debugfs split_huge_pages, back and forth
  *   fork           the process forks and the child writes all of its copy of the MR
  *   KSM            ksmd merging the MR's pages, which the device's writes then break; the
- *                  rounds write both halves of the MR alike for it (a period of 8 MiB)
+ *                  rounds write both halves of the MR alike for it (a period of half the MR)
  *   all together   the above at once (those the kernel has; fork only outside a cgroup),
  *                  in the cgroup limited by memory.high (reclaim without the OOM killer)
  *
@@ -37,7 +37,8 @@
  * QP pair, so that one failure is not counted twice. A cause the machine lacks is skipped,
  * saying why: swap-out, the memory cgroup (which would OOM) and compaction need a swap
  * device for pressure (zram); the NUMA causes a second node; KSM its config. Its class,
- * mm, runs it on distro-mm and debug, which have them all. About 50 s on distro-mm.
+ * mm, runs it on distro-mm and debug-mm, which have them all. About 50 s on distro-mm;
+ * the debug kernel moves a 4 MiB MR, not 16.
  *
  * vmtest-class: mm
  */
@@ -56,14 +57,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+/* The MR: 16 MiB, a quarter of it on a slower kernel (vt_time_factor(), main()). */
 #define BUF_SIZE	(16UL << 20)
 /* Each cause runs this long, and on until it took pages away (at most CAUSE_MAX_MS). */
 #define CAUSE_MS	3000
 #define CAUSE_MAX_MS	20000
 #define MAX_ROUNDS	1000
 #define CGROUP		"/sys/fs/cgroup/odp-mm-pressure"
-/* Smaller than the MR, so that its pages cannot all stay. */
-#define CGROUP_MAX	"8M"
 #ifndef MPOL_MF_MOVE
 #define MPOL_MF_MOVE	(1 << 1)
 #endif
@@ -72,6 +72,9 @@
 #endif
 
 static struct vt_options opt;
+static unsigned long buf_size = BUF_SIZE;
+/* The cgroup's limit: half the MR, so that its pages cannot all stay (in bytes). */
+static char cgroup_max[32];
 static struct ibv_context *ctx;
 static long page_size;
 static unsigned char *odp;
@@ -119,7 +122,7 @@ static const char *no_swap(void)
 static bool pageout(unsigned int i)
 {
 	(void)i;
-	if (madvise(odp, BUF_SIZE, MADV_PAGEOUT)) {
+	if (madvise(odp, buf_size, MADV_PAGEOUT)) {
 		tap_diag("madvise(MADV_PAGEOUT): %s", strerror(errno));
 		return false;
 	}
@@ -145,9 +148,9 @@ static const char *no_memcg(void)
 static bool in_cgroup(unsigned int i)
 {
 	(void)i;
-	if (vt_write_str(CGROUP "/memory.reclaim", CGROUP_MAX) || errno == EAGAIN)
+	if (vt_write_str(CGROUP "/memory.reclaim", cgroup_max) || errno == EAGAIN)
 		return true;
-	tap_diag("writing %s to %s/memory.reclaim: %s", CGROUP_MAX, CGROUP, strerror(errno));
+	tap_diag("writing %s to %s/memory.reclaim: %s", cgroup_max, CGROUP, strerror(errno));
 	return false;
 }
 
@@ -191,7 +194,7 @@ static long compact_scanned;
 static bool compact_setup(void)
 {
 	struct ibv_sge sge = {
-		.addr = (uintptr_t)odp, .length = BUF_SIZE, .lkey = odp_mr->lkey,
+		.addr = (uintptr_t)odp, .length = buf_size, .lkey = odp_mr->lkey,
 	};
 	unsigned char *fresh;
 	unsigned long k;
@@ -199,18 +202,18 @@ static bool compact_setup(void)
 
 	if (!compact(0))
 		return false;
-	fresh = vt_map_anon(BUF_SIZE, PROT_READ | PROT_WRITE, 0);
+	fresh = vt_map_anon(buf_size, PROT_READ | PROT_WRITE, 0);
 	if (!fresh)
 		return false;
-	if (madvise(fresh, BUF_SIZE, MADV_NOHUGEPAGE)) {
+	if (madvise(fresh, buf_size, MADV_NOHUGEPAGE)) {
 		tap_diag("madvise(MADV_NOHUGEPAGE): %s", strerror(errno));
-		munmap(fresh, BUF_SIZE);
+		munmap(fresh, buf_size);
 		return false;
 	}
-	memset(fresh, 0, BUF_SIZE);
-	if (mremap(fresh, BUF_SIZE, BUF_SIZE, MREMAP_MAYMOVE | MREMAP_FIXED, odp) == MAP_FAILED) {
+	memset(fresh, 0, buf_size);
+	if (mremap(fresh, buf_size, buf_size, MREMAP_MAYMOVE | MREMAP_FIXED, odp) == MAP_FAILED) {
 		tap_diag("mremap of new pages over the MR's range: %s", strerror(errno));
-		munmap(fresh, BUF_SIZE);
+		munmap(fresh, buf_size);
 		return false;
 	}
 	/* The device maps them all now: a page compaction moves later was the device's. */
@@ -220,9 +223,9 @@ static bool compact_setup(void)
 		tap_diag("prefetch of the MR's new pages: %s", strerror(err));
 		return false;
 	}
-	if (!vt_page_frames(odp, BUF_SIZE / page_size, compact_frames))
+	if (!vt_page_frames(odp, buf_size / page_size, compact_frames))
 		return false;
-	for (k = 0; k < BUF_SIZE / page_size; k++) {
+	for (k = 0; k < buf_size / page_size; k++) {
 		if (!compact_frames[k]) {
 			tap_diag("page %lu of the MR: no frame to follow", k);
 			return false;
@@ -236,7 +239,7 @@ static bool compact_setup(void)
 /* Huge pages for the MR's range again, as the other causes expect (THP churn). */
 static void compact_teardown(void)
 {
-	if (madvise(odp, BUF_SIZE, MADV_HUGEPAGE))
+	if (madvise(odp, buf_size, MADV_HUGEPAGE))
 		tap_diag("madvise(MADV_HUGEPAGE): %s", strerror(errno));
 }
 
@@ -254,18 +257,18 @@ static bool compact_took(char *msg, size_t len)
 	long scanned = vt_vmstat("compact_migrate_scanned");
 	unsigned long k, moved = 0;
 
-	if (!vt_page_frames(odp, BUF_SIZE / page_size, frames)) {
+	if (!vt_page_frames(odp, buf_size / page_size, frames)) {
 		snprintf(msg, len, "the MR's page frames cannot be read");
 		return false;
 	}
-	for (k = 0; k < BUF_SIZE / page_size; k++)
+	for (k = 0; k < buf_size / page_size; k++)
 		moved += frames[k] != compact_frames[k];
 	if (scanned >= 0 && compact_scanned >= 0)
 		snprintf(msg, len, "compaction scanned %ld pages and moved %lu of the MR's %lu",
-			 scanned - compact_scanned, moved, BUF_SIZE / page_size);
+			 scanned - compact_scanned, moved, buf_size / page_size);
 	else
 		snprintf(msg, len, "compaction moved %lu of the MR's %lu pages", moved,
-			 BUF_SIZE / page_size);
+			 buf_size / page_size);
 	return moved > 0;
 }
 
@@ -279,7 +282,7 @@ static bool migrate(unsigned int i)
 {
 	static void *pages[BUF_SIZE / 4096];
 	static int nodes[BUF_SIZE / 4096], status[BUF_SIZE / 4096];
-	unsigned long n = BUF_SIZE / page_size, k;
+	unsigned long n = buf_size / page_size, k;
 
 	for (k = 0; k < n; k++) {
 		pages[k] = odp + k * page_size;
@@ -326,14 +329,14 @@ static bool thp_churn(unsigned int i)
 		 * the cgroup's limit or a page busy (EBUSY, EAGAIN), too many pages of the
 		 * range swapped out (EINVAL, while other causes act).
 		 */
-		if (madvise(odp, BUF_SIZE, MADV_COLLAPSE) && errno != EAGAIN && errno != ENOMEM &&
+		if (madvise(odp, buf_size, MADV_COLLAPSE) && errno != EAGAIN && errno != ENOMEM &&
 		    errno != EBUSY && errno != EINVAL) {
 			tap_diag("madvise(MADV_COLLAPSE): %s", strerror(errno));
 			return false;
 		}
 		return true;
 	}
-	return vt_thp_split(odp, BUF_SIZE);
+	return vt_thp_split(odp, buf_size);
 }
 
 static const char *no_fork(void)
@@ -357,7 +360,7 @@ static bool fork_child_writes(unsigned int i)
 		return false;
 	}
 	if (!pid) {
-		memset(odp, 0xa5 ^ (i & 0xff), BUF_SIZE);
+		memset(odp, 0xa5 ^ (i & 0xff), buf_size);
 		_exit(0);
 	}
 	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status)) {
@@ -385,7 +388,7 @@ static bool ksm_merge(unsigned int i)
 		sched_yield();
 		return true;
 	}
-	if (!vt_ksm_start(odp, BUF_SIZE))
+	if (!vt_ksm_start(odp, buf_size))
 		return false;
 	ksm_started = true;
 	return true;
@@ -397,13 +400,13 @@ static void ksm_stop(void)
 		return;
 	tap_diag("KSM: %ld pages shared, %ld sharing them at the end",
 		 vt_read_long(VT_KSM "pages_shared"), vt_read_long(VT_KSM "pages_sharing"));
-	vt_ksm_stop(odp, BUF_SIZE);
+	vt_ksm_stop(odp, buf_size);
 	ksm_started = false;
 }
 
 static const struct cause causes[] = {
 	{ .name = "swap-out (MADV_PAGEOUT)", .unavailable = no_swap, .act = pageout },
-	{ .name = "memory.high and memory.reclaim of " CGROUP_MAX " in a cgroup",
+	{ .name = "memory.high and memory.reclaim of half the MR in a cgroup",
 	  .unavailable = no_memcg,
 	  .act = in_cgroup },
 	{ .name = "compaction", .unavailable = no_compaction, .act = compact,
@@ -437,9 +440,9 @@ struct actor {
 
 static void fill(unsigned char *p, bool halves, unsigned int seed)
 {
-	vt_fill(p, halves ? BUF_SIZE / 2 : BUF_SIZE, seed);
+	vt_fill(p, halves ? buf_size / 2 : buf_size, seed);
 	if (halves)
-		memcpy(p + BUF_SIZE / 2, p, BUF_SIZE / 2);
+		memcpy(p + buf_size / 2, p, buf_size / 2);
 }
 
 /* The first byte that differs from fill()'s, or -1. */
@@ -448,12 +451,12 @@ static long check(const unsigned char *p, bool halves, unsigned int seed)
 	long bad;
 
 	if (!halves)
-		return vt_check(p, BUF_SIZE, seed);
-	bad = vt_check(p, BUF_SIZE / 2, seed);
+		return vt_check(p, buf_size, seed);
+	bad = vt_check(p, buf_size / 2, seed);
 	if (bad < 0) {
-		bad = vt_check(p + BUF_SIZE / 2, BUF_SIZE / 2, seed);
+		bad = vt_check(p + buf_size / 2, buf_size / 2, seed);
 		if (bad >= 0)
-			bad += BUF_SIZE / 2;
+			bad += buf_size / 2;
 	}
 	return bad;
 }
@@ -497,7 +500,7 @@ static bool cgroup_unlimit(void)
 }
 
 /*
- * The process into the cgroup, its usage limited to CGROUP_MAX by @knob: memory.max
+ * The process into the cgroup, its usage limited to cgroup_max by @knob: memory.max
  * (reclaim, and the OOM killer when reclaim cannot keep up) or memory.high (reclaim
  * and throttling only).
  */
@@ -513,14 +516,14 @@ static bool cgroup_enter(const char *knob)
 	snprintf(path, sizeof(path), CGROUP "/%s", knob);
 	/* A cgroup left by a run that was killed may hold the other limit. */
 	cgroup_unlimit();
-	if (!vt_write_str(path, CGROUP_MAX) || !vt_write_str(CGROUP "/cgroup.procs", pid)) {
-		tap_diag("cannot set %s to %s and move into it: %s", path, CGROUP_MAX,
+	if (!vt_write_str(path, cgroup_max) || !vt_write_str(CGROUP "/cgroup.procs", pid)) {
+		tap_diag("cannot set %s to %s and move into it: %s", path, cgroup_max,
 			 strerror(errno));
 		rmdir(CGROUP);
 		return false;
 	}
 	/* Pages stay charged where they were faulted: fault the MR's again in here. */
-	madvise(odp, BUF_SIZE, MADV_DONTNEED);
+	madvise(odp, buf_size, MADV_DONTNEED);
 	return true;
 }
 
@@ -584,15 +587,15 @@ static bool run(struct vt_loopback *lb, struct vt_odp_buf *src, struct vt_odp_bu
 		unsigned int seed = 0x3300 + round;
 
 		fill(src->p, a->halves, seed);
-		memset(back->p, 0, BUF_SIZE);
+		memset(back->p, 0, buf_size);
 		if (round % 2 == 0)
 			moved = vt_move(lb, IBV_WR_RDMA_WRITE, src->p, src->mr, odp, odp_mr,
-					BUF_SIZE) &&
+					buf_size) &&
 				vt_move(lb, IBV_WR_RDMA_READ, odp, odp_mr, back->p, back->mr,
-					BUF_SIZE);
+					buf_size);
 		else
-			moved = vt_move(lb, IBV_WR_SEND, src->p, src->mr, odp, odp_mr, BUF_SIZE) &&
-				vt_move(lb, IBV_WR_SEND, odp, odp_mr, back->p, back->mr, BUF_SIZE);
+			moved = vt_move(lb, IBV_WR_SEND, src->p, src->mr, odp, odp_mr, buf_size) &&
+				vt_move(lb, IBV_WR_SEND, odp, odp_mr, back->p, back->mr, buf_size);
 		if (!moved)
 			break;
 		bad = check(back->p, a->halves, seed);
@@ -602,7 +605,7 @@ static bool run(struct vt_loopback *lb, struct vt_odp_buf *src, struct vt_odp_bu
 				 round, bad, bad_cpu);
 			break;
 		}
-		checked += 2 * BUF_SIZE;
+		checked += 2 * buf_size;
 		if (!atomic_load(&a->done))
 			during++;
 	}
@@ -635,7 +638,7 @@ static bool run(struct vt_loopback *lb, struct vt_odp_buf *src, struct vt_odp_bu
 	tap_ok(clean && d[VT_ODP_INVALIDATIONS] > 0 && took,
 	       "%s: %u rounds of WRITE + READ or SEND in and out, %lu MiB (%u while it acted), "
 	       "%llu bytes checked, %s; %u actions, %ld invalidations, %ld pages unlinked, "
-	       "%ld faults (%ld tried again), %ld fault errors%s%s", name, round, BUF_SIZE >> 20,
+	       "%ld faults (%ld tried again), %ld fault errors%s%s", name, round, buf_size >> 20,
 	       during, checked, verdict, atomic_load(&a->acts), d[VT_ODP_INVALIDATIONS],
 	       d[VT_ODP_PAGES_UNLINKED], d[VT_ODP_PAGE_FAULTS], retries, d[VT_ODP_FAULT_ERRORS],
 	       *note ? "; " : "", note);
@@ -678,6 +681,13 @@ int main(int argc, char **argv)
 
 	page_size = sysconf(_SC_PAGESIZE);
 	nr_nodes = count_nodes();
+	/*
+	 * Each cause lasts at least two rounds, and under KASAN a round of 16 MiB took 47 s:
+	 * a slower kernel moves a quarter, through the same paths.
+	 */
+	if (vt_time_factor() > 1)
+		buf_size = BUF_SIZE / 4;
+	snprintf(cgroup_max, sizeof(cgroup_max), "%lu", buf_size / 2);
 	ctx = vt_odp_start(argc, argv, &opt, NR_CAUSES + 1, VT_NEED_ODP | VT_NEED_COUNTERS,
 			   "ODP under memory pressure", &attr);
 	if (page_size != 4096)
@@ -687,9 +697,9 @@ int main(int argc, char **argv)
 		tap_bail("ibv_alloc_pd: %s", strerror(errno));
 	if (vt_loopback_create_on(&lb, ctx, &opt, pd))
 		tap_bail("no connected QP pair");
-	if (!vt_odp_buf_init(&src, lb.pd, BUF_SIZE, 0, VT_PINNED_ACCESS) ||
-	    !vt_odp_buf_init(&back, lb.pd, BUF_SIZE, 0, VT_PINNED_ACCESS) ||
-	    !vt_odp_buf_init(&dst, lb.pd, BUF_SIZE, 0, VT_ODP_ACCESS))
+	if (!vt_odp_buf_init(&src, lb.pd, buf_size, 0, VT_PINNED_ACCESS) ||
+	    !vt_odp_buf_init(&back, lb.pd, buf_size, 0, VT_PINNED_ACCESS) ||
+	    !vt_odp_buf_init(&dst, lb.pd, buf_size, 0, VT_ODP_ACCESS))
 		tap_bail("cannot register the buffers");
 	odp = dst.p;
 	odp_mr = dst.mr;

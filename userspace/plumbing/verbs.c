@@ -399,22 +399,24 @@ static void dump_hw_counters(struct ibv_context *ctx)
 	closedir(d);
 }
 
+int vt_time_factor(void)
+{
+	const char *factor = getenv("VT_TIME_FACTOR");
+	char *end;
+	long f;
+
+	if (!factor)
+		return 1;
+	f = strtol(factor, &end, 10);
+	return *end || f < 1 || f > 100 ? 1 : (int)f;
+}
+
 int vt_wait_ms(void)
 {
 	static int ms;
-	const char *factor;
-	char *end;
-	long f = 1;
 
-	if (!ms) {
-		factor = getenv("VT_TIME_FACTOR");
-		if (factor) {
-			f = strtol(factor, &end, 10);
-			if (*end || f < 1 || f > 100)
-				f = 1;
-		}
-		ms = 60000 * f;
-	}
+	if (!ms)
+		ms = 60000 * vt_time_factor();
 	return ms;
 }
 

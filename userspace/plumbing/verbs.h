@@ -109,6 +109,9 @@ void vt_loopback_destroy(struct vt_loopback *lb);
 #define VT_WAIT_MS vt_wait_ms()
 int vt_wait_ms(void);
 
+/* How much slower this profile's kernel runs: VT_TIME_FACTOR (1 to 100), else 1. */
+int vt_time_factor(void);
+
 /*
  * The one clock of every program here, CLOCK_MONOTONIC: in nanoseconds for measuring,
  * in milliseconds for deadlines and for saying how long a wait took.
