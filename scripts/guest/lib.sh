@@ -298,7 +298,7 @@ program_wanted() {
 #          (what it adds is a library's or a tool's own behaviour): one IOMMU profile,
 #          iommu-strict, and debug.
 # A profile lists its classes in PROGRAM_CLASSES (all three when it says nothing). The
-# same rule holds for a whole suite (suite_class) and for the cases inside one: a suite
+# same rule holds for a whole suite (suite_class_here) and for the cases inside one: a suite
 # of tests/suites/ whose cases are partly nodma runs those only where program_here nodma
 # (rdma-core's pinned-memory tests, hmm-tests' CPU-side fixtures).
 program_here() {
@@ -306,26 +306,26 @@ program_here() {
 	return 1
 }
 
-# suite_class FILE: the class a suite script declares for all of it on a line
-# "# vmtest-class: CLASS"; nothing when it declares none (10-verbs.sh: each of its
-# programs has its own, rdma-core and hmm decide per case).
-suite_class() {
-	sed -n 's/^# vmtest-class: *\([a-z]*\) *$/\1/p' "$1" | head -1
+# declared_class FILE: the CLASS of FILE's first "vmtest-class: CLASS" line, a shell
+# comment ("# ": a suite's class for all of it) or a C comment's (" * ": a program's);
+# nothing when it has none (10-verbs.sh: each of its programs has its own, rdma-core and
+# hmm decide per case).
+declared_class() {
+	sed -n 's/^\(#\| \*\) vmtest-class: *\([a-z]*\) *$/\2/p' "$1" 2>/dev/null | head -1
 }
 
 # suite_class_here FILE: whether this profile runs the suite FILE as far as its class goes
 # (it declares none, or one that program_here runs).
 suite_class_here() {
 	local class
-	class=$(suite_class "$1")
+	class=$(declared_class "$1")
 	[ -z "$class" ] || program_here "$class"
 }
 
 # program_class NAME: the class tests/verbs/NAME.c declares (dma when none).
 program_class() {
 	local class
-	class=$(sed -n 's/^ \* vmtest-class: *\([a-z]*\) *$/\1/p' \
-		"$GUEST_ROOT/tests/verbs/$1.c" 2>/dev/null | head -1)
+	class=$(declared_class "$GUEST_ROOT/tests/verbs/$1.c")
 	echo "${class:-dma}"
 }
 

@@ -36,7 +36,7 @@ if [ $rxe_ready = 0 ]; then
 		name=$(basename "$suite" .sh)
 		suite_wanted "$name" || continue
 		if ! suite_class_here "$suite"; then
-			echo "vmtest: suite $name not run: class $(suite_class "$suite"), which this profile leaves to others" \
+			echo "vmtest: suite $name not run: class $(declared_class "$suite"), which this profile leaves to others" \
 				>/dev/console
 			continue
 		fi

@@ -7,7 +7,7 @@ joins them. Checked here: every program declares one known class, every profile 
 only known classes, every class runs somewhere, and every mutant's killer program still
 runs on the profile the mutant boots, so that no cut leaves a mutant alive. A suite of
 tests/suites/ may declare a class for all of it ("# vmtest-class: nodma"), read the same
-way (lib.sh suite_class).
+way (lib.sh declared_class).
 """
 import glob
 import os
