@@ -142,6 +142,14 @@ profile_var() {
 	)
 }
 
+# The CPUs of a profile's guest: its GUEST_CPUS, one when it says nothing. Each emulated
+# CPU is a host thread that wants a core of its own: test.sh starts VMs side by side only
+# while their CPUs fit the host's (a guest CPU that waits for a core turns every wakeup
+# between the guest's CPUs into a wait for the host's scheduler).
+profile_cpus() {
+	profile_var "$1" GUEST_CPUS 1
+}
+
 # The seconds a guest suite may run: its "# vmtest-timeout: N" line (900 without one).
 # run-suites.sh kills a suite past it and names it.
 suite_timeout() {

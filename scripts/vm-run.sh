@@ -30,6 +30,7 @@ ODP_DMA=$(profile_var "$profile" EXPECT_ODP_DMA '')
 IOMMU_GROUP=$(profile_var "$profile" EXPECT_IOMMU_GROUP '')
 TIME_FACTOR=$(profile_var "$profile" TIME_FACTOR 1)
 CLASSES=$(profile_var "$profile" PROGRAM_CLASSES "dma mm nodma")
+CPUS=$(profile_cpus "$profile")
 [ -f "$image" ] || die "kernel image $image does not exist"
 command -v qemu-system-x86_64 >/dev/null || die "qemu-system-x86_64 is missing: run scripts/deps.sh"
 
@@ -75,7 +76,7 @@ prealloc=()
 # shellcheck disable=SC2206 # profile device lists are meant to split into words
 qemu=(
 	qemu-system-x86_64
-	-machine q35,accel=tcg,kernel-irqchip=split -cpu max,erms=off -m 4G -smp 2
+	-machine q35,accel=tcg,kernel-irqchip=split -cpu max,erms=off -m 4G -smp "$CPUS"
 	"${prealloc[@]}" -no-reboot -display none -nodefaults
 	$QEMU_DEVICES
 	-netdev "${VM_NETDEV:-user,id=n0,restrict=on}" -device "e1000e,netdev=n0${VM_MAC:+,mac=$VM_MAC}"
