@@ -22,7 +22,7 @@ osc_ucx_devices = any
 oob_tcp_if_include = eth0
 rmaps_base_oversubscribe = true'
 
-# The Open MPI host file of the cluster, two slots per node (each guest has two CPUs).
+# The Open MPI host file of the cluster, a slot per CPU of each node (scripts/cluster.sh).
 export CLUSTER_HOSTFILE=/run/cluster/hostfile
 # mpirun as root, which the guest is.
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
