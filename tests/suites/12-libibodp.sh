@@ -44,12 +44,12 @@ rdma_cm_example() {
 	[ -x "$ex" ] || { echo "no $ex: the host test of make install builds it"; return 1; }
 	"$ex" server -s 4194304 "$addr" >$out.server 2>&1 &
 	pid=$!
-	for i in $(seq 600); do
+	for i in $(seq $((600 * TIME_FACTOR))); do
 		grep -q '^server: listening' $out.server && break
 		kill -0 $pid 2>/dev/null || break
 		sleep 0.1
 	done
-	timeout -k 5 60 "$ex" client -s 4194304 "$addr"
+	timeout -k 5 $((60 * TIME_FACTOR)) "$ex" client -s 4194304 "$addr"
 	rc=$?
 	wait $pid || rc=1
 	cat $out.server
@@ -65,7 +65,7 @@ for t in "${tools[@]}"; do
 	# A tool of the build folder, or a program named by its full path.
 	[ "${cmd#/}" = "$cmd" ] && cmd=$bin/bin/$cmd
 	# shellcheck disable=SC2086 # the command line is meant to split into words
-	timeout -k 5 120 $cmd >/tmp/libibodp-tool.out 2>&1
+	timeout -k 5 $((120 * TIME_FACTOR)) $cmd >/tmp/libibodp-tool.out 2>&1
 	rc=$?
 	cat /tmp/libibodp-tool.out >>"$log"
 	echo "exit $rc" >>"$log"
