@@ -137,33 +137,25 @@ done
 mapfile -t order < <(for p in "${profiles[@]}"; do
 	echo "${cpus[$p]} $(vm_timeout "$p") $p"
 done | sort -s -k1,1nr -k2,2nr | cut -d' ' -f3)
-# in_use: the guest CPUs of the VMs still running (those that ended are forgotten).
-cpus_in_use() {
-	local pid
-
-	in_use=0
-	for pid in "${!running[@]}"; do
-		if kill -0 "$pid" 2>/dev/null; then
-			in_use=$((in_use + running[$pid]))
-		else
-			unset "running[$pid]"
-		fi
-	done
-}
 info "booting ${#order[@]} profile(s), $host_cpus guest CPUs at a time"
 profiles_start=$(date +%s)
+# running: the guest CPUs of each VM still running, by PID; in_use: their sum.
+in_use=0
 for p in "${order[@]}"; do
 	rm -rf "${RESULTS:?}/$p"
 	mkdir -p "$RESULTS/$p"
 	# A guest with more CPUs than the host has runs alone.
-	cpus_in_use
 	while [ "${#running[@]}" -gt 0 ] && [ $((in_use + cpus[$p])) -gt "$host_cpus" ]; do
-		wait -n || true
-		cpus_in_use
+		ended=
+		wait -n -p ended || true
+		[ -n "$ended" ] || break
+		in_use=$((in_use - ${running[$ended]:-0}))
+		unset "running[$ended]"
 	done
 	echo "    profile $p, ${cpus[$p]}-CPU guest: $(profile_var "$p" DESCRIPTION)"
 	run_profile "$p" &
 	running[$!]=${cpus[$p]}
+	in_use=$((in_use + cpus[$p]))
 done
 wait
 record_time step "profiles, $host_cpus guest CPUs at a time" $(($(date +%s) - profiles_start))

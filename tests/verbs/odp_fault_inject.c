@@ -60,7 +60,7 @@
 static struct vt_options opt;
 static struct ibv_context *ctx;
 
-/* Wait until counter @name passes @before; false (said) when it did not within REACH_MS. */
+/* Wait until counter @name passes @before; false when it did not within @ms. */
 static bool counter_moves_within(const char *name, long before, int ms)
 {
 	long long deadline = vt_now_ms() + ms;
@@ -73,6 +73,7 @@ static bool counter_moves_within(const char *name, long before, int ms)
 	return false;
 }
 
+/* counter_moves_within() REACH_MS, saying so when the counter did not move. */
 static bool counter_moves(const char *name, long before)
 {
 	if (counter_moves_within(name, before, REACH_MS))
