@@ -11,10 +11,13 @@
 #                                                    BENCH_REPS=n cross-host repetitions)
 #             [COMPARE=/path/bzImage [BOOTS=n]]     ... and ours against another kernel, booted in turn
 #   make kernel                                      build our kernel only
-#   make peer                                        build Debian's newest upstream kernel
-#                                                    (no patches, our config) for KERNEL=
-#   make export-patches                              kernel commits -> kernel/patches/
-#   make check-series [FROM=N]                       checkpatch --strict, each patch builds, W=1
+#   make peer [FIXED=1]                              build the upstream kernel Debian ships
+#                                                    (kernel/upstream/BASE, our config) for
+#                                                    KERNEL=: plain, or with our fixes for
+#                                                    it (kernel/upstream/, "peer-fixed")
+#   make export-patches [SERIES=upstream]            kernel commits -> kernel/patches/
+#                                                    (or kernel/upstream/)
+#   make check-series [FROM=N] [SERIES=upstream]     checkpatch --strict, each patch builds, W=1
 #   make soak [PROFILE=name] [KERNEL=...]            random verbs sequences, one seed after
 #             [SOAK_SECONDS=n] [SEED=n]             another (default distro-mm, 1800 s)
 #   make mutants [ONLY=a,b] [MUTANT_PROFILE=p]      known-bad kernels (tests/mutants/) must
@@ -34,9 +37,11 @@ ONLY ?=
 MUTANT_PROFILE ?=
 SOAK_SECONDS ?=
 SEED ?=
+SERIES ?=
+FIXED ?=
 PREFIX ?= /usr/local
 DESTDIR ?=
-export PROFILE KERNEL SUITES BENCH_SECONDS BENCH_REPS COMPARE BOOTS FROM ONLY MUTANT_PROFILE SOAK_SECONDS SEED
+export PROFILE KERNEL SUITES BENCH_SECONDS BENCH_REPS COMPARE BOOTS FROM ONLY MUTANT_PROFILE SOAK_SECONDS SEED SERIES
 # make cluster CMD='... $CLUSTER_HOSTFILE ...': the command as written, for node0's shell to
 # expand (make would read $C as one of its own variables).
 ifdef CMD
@@ -70,7 +75,12 @@ kernel:
 peer:
 	@bash scripts/deps.sh
 	@bash scripts/peer.sh >/dev/null
+ifeq ($(FIXED),1)
+	@SERIES=upstream bash scripts/kernel-source.sh
+	@bash scripts/kernel-build.sh peer-fixed
+else
 	@bash scripts/kernel-build.sh peer
+endif
 
 export-patches:
 	@bash scripts/kernel-export.sh

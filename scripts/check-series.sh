@@ -3,7 +3,8 @@
 # Check the patch series the way a maintainer would before taking it:
 #   1. every patch is `checkpatch.pl --strict` clean;
 #   2. every patch builds on its own (the series is bisectable): apply them one by one in
-#      a separate worktree and build bzImage after each, with the normal kernel's config;
+#      a separate worktree and build bzImage after each, with the normal kernel's config
+#      (the peer-fixed kernel's for SERIES=upstream, our fixes for upstream Linux);
 #   3. the C files each patch touches build without new warnings at W=1 (a warning the
 #      file had before the patch, with numbers ignored, is not new).
 # Prints one line per patch and exits 1 when any check fails.
@@ -12,17 +13,20 @@
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-PATCHES=$ROOT/kernel/patches
+variant=normal
+[ "${SERIES:-ours}" = ours ] || variant=peer-fixed
 bash "$ROOT/scripts/kernel-source.sh"
-[ -f "$KOBJ/normal/.config" ] || bash "$ROOT/scripts/kernel-build.sh" normal
+[ -f "$KOBJ/$variant/.config" ] || bash "$ROOT/scripts/kernel-build.sh" "$variant"
 
 mapfile -t series < <(grep -vE '^\s*(#|$)' "$PATCHES/series" | awk '{print $1}')
 [ ${#series[@]} -gt 0 ] || { echo "the series is empty: nothing to check"; exit 0; }
 
-tree=$BUILD/bisect/linux
-obj=$BUILD/bisect/kernel
+bisect=$BUILD/bisect
+[ "$variant" = normal ] || bisect=$BUILD/bisect-$variant
+tree=$bisect/linux
+obj=$bisect/kernel
 log=$BUILD/logs/check-series.log
-mkdir -p "$BUILD/bisect" "$obj"
+mkdir -p "$bisect" "$obj"
 : >"$log"
 git -C "$SRC" worktree remove --force "$tree" >/dev/null 2>&1 || rm -rf "$tree"
 git -C "$SRC" worktree prune
@@ -85,7 +89,7 @@ for name in "${series[@]}"; do
 	fi
 	# Start from the full config each time, so an option a later patch adds
 	# keeps the value base.config gives it instead of its default.
-	cp "$KOBJ/normal/.config" "$obj/.config"
+	cp "$KOBJ/$variant/.config" "$obj/.config"
 	if ! { kmake olddefconfig && kmake -j"$(nproc)" bzImage; } >>"$log" 2>&1; then
 		problems+=("build")
 	else

@@ -6,7 +6,8 @@
 # distro-mm's options (swap, KSM, NUMA, memcg, pmem, FUSE, fault injection) cost the
 # other profiles nothing, and a second kernel cost a first run 15 minutes of building.
 # `peer` builds the upstream source of scripts/peer.sh with base.config: options that
-# kernel does not have (our patches' own) are listed, not an error.
+# kernel does not have (our patches' own) are listed, not an error. `peer-fixed` builds
+# the same source with our fixes for it (SERIES=upstream scripts/kernel-source.sh).
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
@@ -23,11 +24,16 @@ peer)
 	SRC=$BUILD/peer/linux
 	source_stamp=$SRC/.peer-version
 	;;
+peer-fixed)
+	fragments=("$ROOT/kernel/config/base.config")
+	SRC=$BUILD/peer-fixed/linux
+	source_stamp=$SRC/.git/applied-series
+	;;
 distro) die "the distro kernel is the normal one now (base.config + distro-mm.config): build 'normal'" ;;
-*) die "unknown kernel variant '$variant' (expected normal, debug or peer)" ;;
+*) die "unknown kernel variant '$variant' (expected normal, debug, peer or peer-fixed)" ;;
 esac
 
-[ -f "$SRC/Makefile" ] || die "no kernel source in $SRC: run scripts/kernel-source.sh (or scripts/peer.sh) first"
+[ -f "$SRC/Makefile" ] || die "no kernel source in $SRC: run scripts/kernel-source.sh (or scripts/peer.sh, or SERIES=upstream scripts/kernel-source.sh) first"
 obj=$KOBJ/$variant
 log=$BUILD/logs/kernel-$variant.log
 mkdir -p "$obj" "$BUILD/logs"
@@ -70,8 +76,8 @@ if [ ! -f "$obj/.config" ] || [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want
 		[ -z "$got" ] && [ "$line" = "# $opt is not set" ] && continue
 		[ "$got" = "$line" ] || dropped+=("$line (got: ${got:-absent})")
 	done < <(cat "${fragments[@]}")
-	if [ ${#dropped[@]} -gt 0 ] && [ "$variant" = peer ]; then
-		echo "note: the peer kernel has no such options (ours, or renamed upstream):"
+	if [ ${#dropped[@]} -gt 0 ] && [ "${variant#peer}" != "$variant" ]; then
+		echo "note: the $variant kernel has no such options (ours, or renamed upstream):"
 		printf '  %s\n' "${dropped[@]}"
 	elif [ ${#dropped[@]} -gt 0 ]; then
 		printf '  %s\n' "${dropped[@]}" >&2

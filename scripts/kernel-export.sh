@@ -1,13 +1,13 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
 # Export the commits on top of the pristine base in $SRC (branch `series`) back into
-# kernel/patches/ as numbered format-patch files and rewrite kernel/patches/series.
+# the series folder (kernel/patches/, or kernel/upstream/ with SERIES=upstream) as
+# numbered format-patch files and rewrite its `series` file.
 # Refuses when the tree has uncommitted changes or untracked files, so nothing is
 # silently left out.
 set -euo pipefail
 . "$(dirname "$0")/lib.sh"
 
-PATCHES=$ROOT/kernel/patches
 [ -d "$SRC/.git" ] || die "no kernel tree in $SRC: run scripts/kernel-source.sh first"
 cd "$SRC"
 [ ! -d .git/rebase-apply ] && [ ! -d .git/rebase-merge ] ||
@@ -23,14 +23,14 @@ if [ -n "$untracked" ]; then
 fi
 [ "$(git symbolic-ref --short HEAD 2>/dev/null)" = series ] ||
 	die "$SRC is not on branch series: check it out first"
-# kernel/patches must still be what this tree was made from or last exported: else it
+# The series must still be what this tree was made from or last exported: else it
 # changed since (a pull, say) and the export would overwrite that.
 made_from=$(cat .git/applied-series 2>/dev/null || true)
 now="$(cat .git/base-version) $(cd "$ROOT" && content_hash $(sed "s|^|$PATCHES/|" "$PATCHES/series") "$PATCHES/series")"
 if [ "$made_from" != "$now" ]; then
 	[ "${FORCE:-}" = 1 ] ||
-		die "kernel/patches changed since $SRC was made from it: exporting would overwrite those changes. Run scripts/kernel-source.sh (it keeps your commits safe) or FORCE=1 to overwrite"
-	info "FORCE=1: exporting over kernel/patches although it changed since $SRC was made"
+		die "${PATCHES#"$ROOT"/} changed since $SRC was made from it: exporting would overwrite those changes. Run scripts/kernel-source.sh (it keeps your commits safe) or FORCE=1 to overwrite"
+	info "FORCE=1: exporting over ${PATCHES#"$ROOT"/} although it changed since $SRC was made"
 fi
 
 tmp=$(mktemp -d)
@@ -54,4 +54,4 @@ n=$(wc -l <"$PATCHES/series")
 echo "$(cat .git/base-version) $(cd "$ROOT" && content_hash $(sed "s|^|$PATCHES/|" "$PATCHES/series") "$PATCHES/series")" \
 	>.git/applied-series
 git rev-parse HEAD >.git/applied-head
-info "exported $n patch(es) to kernel/patches/"
+info "exported $n patch(es) to ${PATCHES#"$ROOT"/}/"

@@ -22,6 +22,19 @@ warn() {
 	echo "warning: $*" >&2
 }
 
+# The kernel series a script works on (SERIES=): `ours`, kernel/patches on Debian's
+# linux-source-6.12 in $BUILD/linux, or `upstream`, kernel/upstream (our fixes for the
+# Linux that upstream develops) on the linux-source that kernel/upstream/BASE pins and
+# scripts/peer.sh fetches, in $BUILD/peer-fixed/linux.
+case "${SERIES:-ours}" in
+ours) PATCHES=$ROOT/kernel/patches ;;
+upstream)
+	PATCHES=$ROOT/kernel/upstream
+	SRC=$BUILD/peer-fixed/linux
+	;;
+*) die "SERIES=$SERIES: expected ours or upstream" ;;
+esac
+
 # Print the last lines of a log after a failure, then the path of the full log.
 show_log_tail() {
 	local log=$1 lines=${2:-25}
@@ -92,12 +105,12 @@ kernel_tree_unsaved() {
 		# tree has commits on its base.
 		base=$(git -C "$dir" rev-list --count base..HEAD 2>/dev/null || echo 0)
 		[ "$base" = 0 ] ||
-			[ "$base" = "$(grep -cv '^[[:space:]]*\(#\|$\)' "$ROOT/kernel/patches/series")" ] ||
-			echo "it has $base commits on its base while kernel/patches has another number"
+			[ "$base" = "$(grep -cv '^[[:space:]]*\(#\|$\)' "$PATCHES/series")" ] ||
+			echo "it has $base commits on its base while ${PATCHES#"$ROOT"/} has another number"
 		return
 	fi
 	[ "$head" = "$applied" ] ||
-		echo "it has commits not in kernel/patches (HEAD ${head:0:12}, last applied or exported ${applied:0:12})"
+		echo "it has commits not in ${PATCHES#"$ROOT"/} (HEAD ${head:0:12}, last applied or exported ${applied:0:12})"
 }
 
 # Stop, in one line, before discarding the kernel tree DIR's work (WHAT: what would be
@@ -111,7 +124,7 @@ guard_kernel_tree() {
 		info "FORCE=1: $what $dir although $why"
 		return 0
 	fi
-	die "$what $dir would lose work: $why. Export it (make export-patches), commit or stash it, or run again with FORCE=1 to discard it"
+	die "$what $dir would lose work: $why. Export it (make export-patches${SERIES:+ SERIES=$SERIES}), commit or stash it, or run again with FORCE=1 to discard it"
 }
 
 # The profiles that exist: the built-in ones in this order, then any others.

@@ -1,8 +1,11 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0
-# `make peer`: unpack Debian's newest upstream kernel source (linux-source-X.Y from
-# PEER_SUITE, trixie-backports by default) into $BUILD/peer/linux, for a kernel built
-# with our config fragments and none of our patches. `make test KERNEL=<its image>` and
+# `make peer`: unpack Debian's build of the Linux that upstream develops (the
+# linux-source-X.Y package and version kernel/upstream/BASE pins, from PEER_SUITE,
+# trixie-backports by default; PEER_VERSION=newest takes the suite's newest instead)
+# into $BUILD/peer/linux, for a kernel built with our config fragments and none of our
+# patches, and keep its tarball for the tree our fixes for it are applied to
+# (SERIES=upstream scripts/kernel-source.sh). `make test KERNEL=<its image>` and
 # `make bench KERNEL=...` then say where that kernel and ours differ.
 #
 # The package comes straight from the archive (it is architecture-independent, and this
@@ -49,7 +52,9 @@ for idx in main/binary-all/Packages.xz main/binary-amd64/Packages.xz; do
 done
 [ -n "$index_ok" ] || die "no package index of $SUITE on $MIRROR matches its InRelease (a mirror mid-sync: try again later or set PEER_MIRROR)"
 
-# The newest linux-source-X.Y: name, version, file and checksum.
+# The pinned linux-source-X.Y (or the newest): name, version, file and checksum.
+read -r want_pkg want_version <"$ROOT/kernel/upstream/BASE"
+[ "${PEER_VERSION:-}" != newest ] || want_pkg=
 read -r pkg version file sha < <(
 	xz -dc "$work/Packages.xz" | awk '
 		/^Package: linux-source-[0-9]/ {p = $2}
@@ -57,11 +62,18 @@ read -r pkg version file sha < <(
 		/^Filename:/ {f = $2}
 		/^SHA256:/ {s = $2}
 		/^$/ {if (p) print p, v, f, s; p = ""}
-		END {if (p) print p, v, f, s}' | sort -k2,2V | tail -n 1
+		END {if (p) print p, v, f, s}' |
+		awk -v p="$want_pkg" -v v="$want_version" 'p == "" || ($1 == p && $2 == v)' |
+		sort -k2,2V | tail -n 1
 )
-[ -n "${pkg:-}" ] || die "$SUITE has no linux-source-X.Y package"
+if [ -z "${pkg:-}" ]; then
+	[ -n "$want_pkg" ] ||
+		die "$SUITE has no linux-source-X.Y package"
+	die "$SUITE no longer has $want_pkg $want_version, which kernel/upstream/BASE pins: move the series to the suite's newest (PEER_VERSION=newest, then update BASE) or set PEER_MIRROR to an archive that has it (snapshot.debian.org)"
+fi
 
-if [ -f "$dest/linux/.peer-version" ] && [ "$(cat "$dest/linux/.peer-version")" = "$pkg $version" ]; then
+if [ -f "$dest/linux/.peer-version" ] && [ "$(cat "$dest/linux/.peer-version")" = "$pkg $version" ] &&
+	[ -f "$work/$pkg.tar.xz" ]; then
 	echo "$dest/linux"
 	exit 0
 fi
@@ -82,6 +94,7 @@ tarball=$(find "$work/pkg/usr/src" -maxdepth 1 -name 'linux-source-*.tar.xz' | h
 [ -n "$tarball" ] || die "$deb holds no linux-source tarball"
 mkdir -p "$dest/linux"
 tar -xJf "$tarball" -C "$dest/linux" --strip-components=1
+mv "$tarball" "$work/$pkg.tar.xz"
 rm -rf "$work/pkg"
 echo "$pkg $version" >"$dest/linux/.peer-version"
 echo "$dest/linux"
