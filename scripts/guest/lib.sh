@@ -100,21 +100,24 @@ iommu_group_type() {
 # IOMMU at shutdown: device_shutdown() stops virtio-iommu before e1000e, whose shutdown
 # would otherwise unmap its receive ring through a dead domain and WARN.
 teardown_rxe() {
-	local pid err=/tmp/rdma-link-delete.err deadline=$((SECONDS + 60 * TIME_FACTOR))
+	local pid timer ended rc err=/tmp/rdma-link-delete.err limit=$((60 * TIME_FACTOR))
 
 	if [ -e "/sys/class/infiniband/$RDMA_DEV" ]; then
 		# Deleting waits for every object of the device to go. After a kernel oops one
-		# may never go (its worker died holding it): give up at a deadline, so that the
-		# VM still powers off and reports, instead of waiting for QEMU's timeout.
+		# may never go (its worker died holding it): whichever ends first, the delete
+		# or a deadline, so that the VM still powers off and reports.
 		rdma link delete "$RDMA_DEV" >"$err" 2>&1 &
 		pid=$!
-		while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $deadline ]; do
-			sleep 0.2
-		done
-		if kill -0 "$pid" 2>/dev/null; then
-			guest_error "deleting $RDMA_DEV did not finish within $((60 * TIME_FACTOR)) s: an object of it is still held (see the kernel log)"
-		elif ! wait "$pid"; then
-			guest_error "cannot delete $RDMA_DEV: $(cat "$err" 2>/dev/null || echo rdma link delete failed)"
+		sleep "$limit" &
+		timer=$!
+		wait -n -p ended "$pid" "$timer"
+		rc=$?
+		if [ "$ended" = "$timer" ]; then
+			guest_error "deleting $RDMA_DEV did not finish within $limit s: an object of it is still held (see the kernel log)"
+		else
+			kill "$timer" 2>/dev/null
+			[ "$rc" = 0 ] ||
+				guest_error "cannot delete $RDMA_DEV: $(cat "$err" 2>/dev/null || echo rdma link delete failed)"
 		fi
 	fi
 	ip link set "$NETDEV" down 2>/dev/null
